@@ -1,0 +1,203 @@
+"""Surgical aggregation: the server step of federated learning across nodes with different labels.
+
+Framework-agnostic: a node's update is two dicts of NumPy arrays,
+
+* ``shared`` — the representation block (any keys/shapes, the same on every node);
+* ``task`` — the task block, whose arrays have the label axis first (a linear head's ``weight``
+  ``(C, H)`` and ``bias`` ``(C,)``), one row per label of the node's :class:`LabelSpace`.
+
+One round of :func:`aggregate`:
+
+* the shared block is averaged over all accepted nodes (unweighted by default, as in the papers;
+  ``weighting="samples"`` weights by ``num_examples``);
+* for every label of the union, its task rows are averaged over the ``K_c`` nodes that have it (a
+  label unique to one node passes through unchanged);
+* a label that no node sends this round keeps its previous global rows;
+* the global label space is the union in a deterministic order, independent of node order.
+
+:func:`node_arrays` gives a node its view: the shared block and the rows of its own labels in its
+own order. With identical label sets on every node this is exactly FedAvg.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+
+from reportfed.errors import InvalidUpdateError, LabelError
+from reportfed.labels import LabelSpace
+
+Arrays = Mapping[str, np.ndarray]
+Weighting = Literal["uniform", "samples"]
+OnInvalid = Literal["raise", "drop"]
+
+
+@dataclass(frozen=True)
+class NodeUpdate:
+    """What a node sends after local training."""
+
+    node_id: str
+    labels: Sequence[str]
+    shared: Arrays
+    task: Arrays
+    num_examples: int = 1
+
+
+@dataclass(frozen=True)
+class GlobalState:
+    """The global model: shared block plus one task row per label of ``labels``."""
+
+    labels: LabelSpace
+    shared: Arrays
+    task: Arrays
+
+
+@dataclass(frozen=True)
+class AggregationResult:
+    """A round's outcome: the new global state, who contributed, and who was rejected and why."""
+
+    state: GlobalState
+    accepted: list[str]
+    rejected: dict[str, str] = field(default_factory=dict)
+    contributors: dict[str, int] = field(default_factory=dict)
+
+
+def _signature(shared: Arrays, task: Arrays) -> tuple[tuple[tuple[str, tuple[int, ...]], ...], ...]:
+    return (
+        tuple(sorted((k, tuple(v.shape)) for k, v in shared.items())),
+        tuple(sorted((k, tuple(v.shape[1:])) for k, v in task.items())),
+    )
+
+
+def _validate(update: NodeUpdate, reference: tuple[object, ...], weighting: Weighting) -> LabelSpace:
+    """Return the update's canonical label space or raise :class:`InvalidUpdateError`."""
+    node = update.node_id
+    try:
+        labels = update.labels if isinstance(update.labels, LabelSpace) else LabelSpace.of(
+            update.labels, allow_unknown=True)
+    except LabelError as exc:
+        raise InvalidUpdateError(node, str(exc)) from None
+    if not labels:
+        raise InvalidUpdateError(node, "no labels")
+    for name, arrays in (("shared", update.shared), ("task", update.task)):
+        for key, arr in arrays.items():
+            if not isinstance(arr, np.ndarray) or arr.dtype.kind != "f":
+                raise InvalidUpdateError(node, f"{name}[{key!r}] is not a float array")
+            if not np.isfinite(arr).all():
+                raise InvalidUpdateError(node, f"{name}[{key!r}] contains NaN or Inf")
+    for key, arr in update.task.items():
+        if arr.ndim == 0 or arr.shape[0] != len(labels):
+            raise InvalidUpdateError(
+                node, f"task[{key!r}] has {arr.shape[0] if arr.ndim else 0} rows for {len(labels)} labels")
+    sig = _signature(update.shared, update.task)
+    if sig != reference:
+        raise InvalidUpdateError(node, f"array keys/shapes {sig} differ from the federation's {reference}")
+    if weighting == "samples" and update.num_examples <= 0:
+        raise InvalidUpdateError(node, f"num_examples must be > 0, got {update.num_examples}")
+    return labels
+
+
+def aggregate(
+    updates: Sequence[NodeUpdate],
+    previous: GlobalState | None = None,
+    *,
+    weighting: Weighting = "uniform",
+    on_invalid: OnInvalid = "raise",
+) -> AggregationResult:
+    """One round of surgical aggregation.
+
+    Parameters
+    ----------
+    updates:
+        The nodes' updates (any order; the result does not depend on it).
+    previous:
+        Last round's global state. Labels absent from every update keep its rows; its shapes are
+        the reference every update must match.
+    weighting:
+        ``"uniform"`` (papers) or ``"samples"`` (weight by ``num_examples``).
+    on_invalid:
+        ``"raise"`` an :class:`InvalidUpdateError` naming the node, or ``"drop"`` that node's update
+        and continue with the others (reasons in ``AggregationResult.rejected``).
+    """
+    if weighting not in ("uniform", "samples"):
+        raise ValueError(f"weighting must be 'uniform' or 'samples', got {weighting!r}")
+    ids = [u.node_id for u in updates]
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"duplicate node ids in {ids}")
+    if previous is not None:
+        reference = _signature(previous.shared, previous.task)
+    else:
+        signatures = Counter(_signature(u.shared, u.task) for u in updates)
+        if not signatures:
+            raise ValueError("no updates to aggregate")
+        reference = signatures.most_common(1)[0][0]
+
+    accepted: list[tuple[NodeUpdate, LabelSpace]] = []
+    rejected: dict[str, str] = {}
+    for u in sorted(updates, key=lambda u: u.node_id):
+        try:
+            accepted.append((u, _validate(u, reference, weighting)))
+        except InvalidUpdateError as exc:
+            if on_invalid == "raise":
+                raise
+            rejected[u.node_id] = exc.reason
+    if not accepted:
+        raise InvalidUpdateError(",".join(sorted(rejected)), "every update was rejected: " + str(rejected))
+
+    weights = np.array([float(u.num_examples) if weighting == "samples" else 1.0 for u, _ in accepted])
+    shared = {
+        key: np.sum(weights.reshape((-1,) + (1,) * accepted[0][0].shared[key].ndim)
+                    * np.stack([u.shared[key] for u, _ in accepted]), axis=0) / weights.sum()
+        for key in accepted[0][0].shared
+    }
+
+    spaces = [space for _, space in accepted] + ([previous.labels] if previous is not None else [])
+    union = LabelSpace.union(spaces)
+    # mask[k, c] = 1 when node k has label c; rows[k] = node k's task arrays scattered to the union.
+    mask = np.zeros((len(accepted), len(union)))
+    positions = []
+    for k, (_, space) in enumerate(accepted):
+        pos = union.indices(space)
+        mask[k, pos] = 1.0
+        positions.append(pos)
+    coef = weights[:, None] * mask
+    denom = coef.sum(axis=0)
+    present = denom > 0
+    task: dict[str, np.ndarray] = {}
+    for key in accepted[0][0].task:
+        sample = accepted[0][0].task[key]
+        stacked = np.zeros((len(accepted), len(union)) + sample.shape[1:], dtype=sample.dtype)
+        for k, (u, _) in enumerate(accepted):
+            stacked[k, positions[k]] = u.task[key]
+        extra = (1,) * (sample.ndim - 1)
+        out = np.sum(coef.reshape(coef.shape + extra) * stacked, axis=0)
+        out[present] /= denom[present].reshape((-1,) + extra)
+        if previous is not None and not present.all():
+            carried = np.flatnonzero(~present)
+            out[carried] = previous.task[key][previous.labels.indices([union[i] for i in carried])]
+        task[key] = out.astype(sample.dtype, copy=False)
+
+    shared = {k: v.astype(accepted[0][0].shared[k].dtype, copy=False) for k, v in shared.items()}
+    contributors = {union[c]: int(mask[:, c].sum()) for c in range(len(union))}
+    return AggregationResult(
+        state=GlobalState(labels=union, shared=shared, task=task),
+        accepted=[u.node_id for u, _ in accepted],
+        rejected=rejected,
+        contributors=contributors,
+    )
+
+
+def node_arrays(state: GlobalState, labels: Sequence[str]) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """A node's view of the global state: the shared block and its own labels' rows, in its order.
+
+    Raises :class:`LabelError` if the node has a label the global state does not know.
+    """
+    rows = state.labels.indices(labels)
+    shared = {k: v.copy() for k, v in state.shared.items()}
+    task = {k: v[rows].copy() for k, v in state.task.items()}
+    return shared, task
+

@@ -1,0 +1,240 @@
+"""``reportfed`` command line: corpus, embed, train, label.
+
+Every bad input ends in one line ``reportfed: error: ...`` on stderr and exit status 2, with no
+partial output file left behind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from reportfed.errors import ReportfedError
+from reportfed.io import atomic_write
+from reportfed.labels import CHEXPERT_13, CHEXPERT_14, LabelSpace
+
+
+def _say(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def _write_table(frame: pd.DataFrame, path: Path) -> None:
+    if path.suffix.lower() in (".parquet", ".pq"):
+        atomic_write(path, lambda tmp: frame.to_parquet(tmp, index=False))
+    else:
+        atomic_write(path, lambda tmp: frame.to_csv(tmp, index=False))
+
+
+def _counts(names: Sequence[str], y: np.ndarray) -> str:
+    rows = [f"  {n:<28}{int(np.nansum(y[:, i])):>6} positive  {int(np.isnan(y[:, i]).sum()):>5} missing"
+            for i, n in enumerate(names)]
+    return "\n".join(rows)
+
+
+# -- corpus ----------------------------------------------------------------------------------
+def cmd_corpus(args: argparse.Namespace) -> None:
+    from reportfed.data.iu import load_iu_frame
+
+    frame = load_iu_frame(args.archive, granuloma_as_lesion=args.granuloma_as_lesion)
+    frame = frame[frame["text"] != ""]
+    out = pd.DataFrame({
+        "id": frame["uid"], "Reports": frame["text"], "findings": frame["findings"],
+        "impression": frame["impression"], "mesh_major": frame["mesh_major"].map("; ".join),
+    })
+    out = pd.concat([out, frame[list(CHEXPERT_14)]], axis=1)
+    _write_table(out, Path(args.out))
+    _say(f"wrote {len(out)} IU reports to {args.out}\n" + _counts(CHEXPERT_14, out[list(CHEXPERT_14)].to_numpy(float)))
+
+
+# -- embed -----------------------------------------------------------------------------------
+def cmd_embed(args: argparse.Namespace) -> None:
+    from reportfed.data.table import read_reports
+    from reportfed.embed import embed_texts, make_embedder
+
+    table = read_reports(args.reports, text_column=args.text_column)
+    embedder = make_embedder(args.embedder, base_url=args.base_url)
+    start = time.perf_counter()
+    x = embed_texts(table.texts, embedder, cache_dir=args.cache_dir)
+    secs = time.perf_counter() - start
+    _say(f"{len(table)} reports -> {x.shape[1]}-dim embeddings with {embedder.fingerprint} in {secs:.2f} s "
+         f"({len(table) / max(secs, 1e-9):.1f} reports/s, cache {args.cache_dir})"
+         + (f"; skipped {table.skipped_empty} empty reports" if table.skipped_empty else ""))
+
+
+# -- train -----------------------------------------------------------------------------------
+def _config(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    from reportfed.federation.engine import FederationConfig
+
+    return FederationConfig(rounds=args.rounds, local_epochs=args.local_epochs, lr=args.lr,
+                            batch_size=args.batch_size, seed=args.seed, weighting=args.weighting)
+
+
+def cmd_train(args: argparse.Namespace) -> None:
+    from reportfed.labeler import ReportLabeler
+
+    if bool(args.node) == bool(args.iu):
+        raise ReportfedError("give either --node FILE (one per site, repeatable) or --iu")
+    config = _config(args)
+    labeler = ReportLabeler(args.embedder, base_url=args.base_url, config=config,
+                            val_fraction=args.val_fraction, cache_dir=args.cache_dir)
+    if args.node:
+        from reportfed.data.table import read_reports
+
+        tables = [read_reports(p, uncertain=args.uncertain, require_labels=True) for p in args.node]
+        for p, t in zip(args.node, tables, strict=True):
+            _say(f"node {p}: {len(t)} reports, labels {list(t.label_space)}"
+                 + (f", skipped {t.skipped_empty} empty" if t.skipped_empty else ""))
+        labeler.fit_tables(tables)
+        summary = {"nodes": labeler.provenance_["nodes"]}
+    else:
+        summary = _train_iu(labeler, args)
+    labeler.save(args.out)
+    summary.update({"model": str(args.out), "labels": list(labeler.classes_),
+                    "thresholds": [round(float(t), 4) for t in labeler.thresholds_]})
+    atomic_write(args.metrics, json.dumps(summary, indent=2).encode())
+    _say(f"wrote model {args.out} and summary {args.metrics}")
+
+
+def _train_iu(labeler, args: argparse.Namespace) -> dict:  # type: ignore[no-untyped-def]
+    from reportfed.data.iu import load_iu
+    from reportfed.metrics import evaluate
+    from reportfed.protocol import Protocol, node_view_labels, partition
+
+    labels = CHEXPERT_14 if args.with_no_finding else CHEXPERT_13
+    table = load_iu(args.archive).select_labels(list(labels))
+    keep = ~np.isnan(table.labels).any(axis=1)
+    table = table.subset(np.flatnonzero(keep))
+    space = table.label_space
+    protocol = Protocol(n_nodes=args.nodes, n_shared=args.shared, val_fraction=args.val_fraction,
+                        federation=labeler.config)
+    train, test, site, spaces = partition(len(table), space, protocol, np.random.default_rng(args.seed))
+    for k, s in enumerate(spaces):
+        _say(f"node{k}: {int((site == k).sum())} reports, labels {list(s)}")
+    x = labeler.embed(table.texts)
+    if args.nodes == 1:
+        labeler.config = replace(labeler.config, rounds=1, local_epochs=args.rounds * args.local_epochs)
+    labeler.fit_embeddings(x[train], node_view_labels(table.labels[train], space, site, spaces), space,
+                           nodes=[f"node{k}" for k in site])
+    cols = space.indices(labeler.state_.labels)
+    metrics = evaluate(table.labels[np.ix_(test, cols)], labeler.predict_proba_embeddings(x[test]),
+                       thresholds=labeler.thresholds_)
+    _say("test metrics: " + ", ".join(f"{k} {v:.4f}" for k, v in metrics.items()))
+    return {"protocol": {"nodes": args.nodes, "shared": args.shared, "seed": args.seed,
+                         "train_rows": len(train), "test_rows": len(test)},
+            "test_metrics": metrics, "node_labels": [list(s) for s in spaces]}
+
+
+# -- label -----------------------------------------------------------------------------------
+def cmd_label(args: argparse.Namespace) -> None:
+    from reportfed.data.table import read_reports
+    from reportfed.default_model import load_default_model
+    from reportfed.labeler import ReportLabeler
+
+    table = read_reports(args.reports, text_column=args.text_column)
+    if table.skipped_empty:
+        _say(f"skipped {table.skipped_empty} empty reports")
+    labeler = (ReportLabeler.load(args.model, cache_dir=args.cache_dir) if args.model
+               else load_default_model(cache_dir=args.cache_dir, say=_say))
+    start = time.perf_counter()
+    proba = labeler.predict_proba(table.texts)
+    pred = proba >= labeler.thresholds_
+    names = list(labeler.classes_)
+    ordered = [n for n in CHEXPERT_14 if n in names] + [n for n in names if n not in CHEXPERT_14]
+    cols = LabelSpace(tuple(names)).indices(ordered)
+    out = pd.DataFrame({"Reports": table.texts})
+    for name, c in zip(ordered, cols, strict=True):
+        out[name] = pred[:, c].astype(float)
+    _write_table(out, Path(args.out))
+    if args.probabilities:
+        probs = pd.DataFrame({"Reports": table.texts})
+        for name, c in zip(ordered, cols, strict=True):
+            probs[name] = proba[:, c]
+        _write_table(probs, Path(args.probabilities))
+    _say(f"labelled {len(table)} reports in {time.perf_counter() - start:.2f} s -> {args.out}")
+
+
+# -- parser ----------------------------------------------------------------------------------
+def _embedder_args(p: argparse.ArgumentParser, *, choose: bool = True) -> None:
+    from reportfed.paths import embeddings_cache_dir
+
+    p.add_argument("--cache-dir", default=str(embeddings_cache_dir()), help="embedding cache directory")
+    if not choose:
+        return
+    p.add_argument("--embedder", default="minilm",
+                   help="minilm (default) | st:PATH_OR_ID | hf:PATH_OR_ID | openai:MODEL")
+    p.add_argument("--base-url", default=None, help="base URL of an OpenAI-compatible API")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``reportfed`` argument parser."""
+    parser = argparse.ArgumentParser(prog="reportfed", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("corpus", help="build a reports + labels table from a corpus")
+    p.add_argument("name", choices=["iu"])
+    p.add_argument("--out", required=True, help="output CSV or Parquet")
+    p.add_argument("--archive", default=None, help="path to NLMCXR_reports.tgz (else resolved)")
+    p.add_argument("--granuloma-as-lesion", action="store_true", help="count granulomas as Lung Lesion")
+    p.set_defaults(func=cmd_corpus)
+
+    p = sub.add_parser("embed", help="embed a reports table into the cache, print throughput")
+    p.add_argument("--reports", required=True)
+    p.add_argument("--text-column", default=None)
+    _embedder_args(p)
+    p.set_defaults(func=cmd_embed)
+
+    p = sub.add_parser("train", help="federated training from node tables or a simulated IU partition")
+    p.add_argument("--node", action="append", default=[], help="a site's reports table with label columns")
+    p.add_argument("--iu", action="store_true", help="simulate sites on the IU corpus")
+    p.add_argument("--archive", default=None, help="IU archive path (with --iu)")
+    p.add_argument("--nodes", type=int, default=2, help="simulated sites (with --iu)")
+    p.add_argument("--shared", type=int, default=0, help="labels every site has (with --iu)")
+    p.add_argument("--with-no-finding", action="store_true", help="train No Finding too (with --iu)")
+    p.add_argument("--uncertain", choices=["zeros", "ones", "ignore"], default="zeros")
+    p.add_argument("--rounds", type=int, default=20)
+    p.add_argument("--local-epochs", type=int, default=1)
+    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--weighting", choices=["uniform", "samples"], default="uniform")
+    p.add_argument("--val-fraction", type=float, default=0.1)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", default="reportfed-model.safetensors")
+    p.add_argument("--metrics", default="reportfed-metrics.json")
+    _embedder_args(p)
+    p.set_defaults(func=cmd_train)
+
+    p = sub.add_parser("label", help="label reports (CheXpert labeler output format)")
+    p.add_argument("--reports", required=True, help="CSV/Parquet with a text column, or headerless CSV")
+    p.add_argument("--text-column", default=None)
+    p.add_argument("--model", default=None, help="model file (default: the IU model, built on first use)")
+    p.add_argument("--out", default="labeled_reports.csv")
+    p.add_argument("--probabilities", default=None, help="also write per-label probabilities here")
+    _embedder_args(p, choose=False)
+    p.set_defaults(func=cmd_label)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``reportfed`` console script."""
+    args = build_parser().parse_args(argv)
+    try:
+        args.func(args)
+    except ReportfedError as exc:
+        _say(f"reportfed: error: {exc}")
+        return 2
+    except KeyboardInterrupt:
+        _say("reportfed: interrupted")
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,109 @@
+"""Rules that map IU (Open-i) MeSH *major* index terms to the 14 CheXpert labels.
+
+An IU MeSH major term is a slash-separated path: a heading and qualifiers, e.g.
+``Pleural Effusion/right/small`` or ``Opacity/lung/base/left/patchy``. A rule is a pattern of the
+same form; it matches a term when the headings are equal (case-insensitive) and every qualifier of
+the pattern is among the term's qualifiers. A report is positive for a label when any of its
+major terms matches any of the label's patterns, and negative otherwise: the IU indexers listed
+every abnormality they saw, so absence of a term is a negative, not a missing annotation.
+
+Choices worth knowing (tested in ``tests/test_mesh.py``):
+
+* Calcified granulomas and granulomatous disease are *not* Lung Lesion (benign, healed findings in
+  most IU reports); nodules and masses are. ``GRANULOMA_AS_LESION`` adds them.
+* "Cardiac Shadow/enlarged" is Cardiomegaly (CheXpert's "enlarged cardiac silhouette");
+  a prominent or widened mediastinum is Enlarged Cardiomediastinum.
+* Pulmonary congestion counts as Edema; scarring of the pleura and pleural thickening as
+  Pleural Other; blunted costophrenic angles as Pleural Effusion.
+* No Finding is positive exactly when the only major term is ``normal``.
+* Reports indexed ``No Indexing`` were never annotated: every label is missing (NaN).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+
+from reportfed.labels import CHEXPERT_14
+
+RULES: Mapping[str, tuple[str, ...]] = {
+    "Enlarged Cardiomediastinum": (
+        "Mediastinum/prominent",
+        "Mediastinum/enlarged",
+        "Mediastinum/widened",
+        "Aorta/enlarged",
+    ),
+    "Cardiomegaly": ("Cardiomegaly", "Cardiac Shadow/enlarged"),
+    "Lung Lesion": ("Nodule", "Mass", "Cysts", "Cavitation", "Density/round"),
+    "Lung Opacity": (
+        "Opacity",
+        "Airspace Disease",
+        "Infiltrate",
+        "Density/lung",
+        "Markings/lung",
+        "Markings/bronchovascular",
+        "Markings/interstitial",
+        "Lung Diseases, Interstitial",
+    ),
+    "Edema": ("Pulmonary Edema", "Pulmonary Congestion"),
+    "Consolidation": ("Consolidation",),
+    "Pneumonia": ("Pneumonia",),
+    "Atelectasis": ("Pulmonary Atelectasis",),
+    "Pneumothorax": ("Pneumothorax", "Hydropneumothorax", "Hemopneumothorax"),
+    "Pleural Effusion": (
+        "Pleural Effusion",
+        "Costophrenic Angle/blunted",
+        "Hydropneumothorax",
+        "Hemothorax",
+        "Hemopneumothorax",
+    ),
+    "Pleural Other": ("Thickening/pleura", "Cicatrix/pleura", "Pleura"),
+    "Fracture": ("Fractures, Bone",),
+    "Support Devices": (
+        "Catheters, Indwelling",
+        "Implanted Medical Device",
+        "Surgical Instruments",
+        "Tube, Inserted",
+        "Medical Device",
+        "Stents",
+    ),
+}
+
+#: Extra Lung Lesion patterns used when granulomas are counted as lesions.
+GRANULOMA_AS_LESION: tuple[str, ...] = (
+    "Calcified Granuloma",
+    "Granuloma",
+    "Granulomatous Disease",
+)
+
+NORMAL_TERM = "normal"
+NOT_INDEXED_TERM = "no indexing"
+
+
+def _split(term: str) -> tuple[str, frozenset[str]]:
+    parts = [p.strip().lower() for p in term.split("/")]
+    return parts[0], frozenset(p for p in parts[1:] if p)
+
+
+def term_matches(term: str, pattern: str) -> bool:
+    """Whether a MeSH major term matches a rule pattern (heading equal, qualifiers included)."""
+    head, quals = _split(term)
+    p_head, p_quals = _split(pattern)
+    return head == p_head and p_quals <= quals
+
+
+def mesh_to_labels(major_terms: Iterable[str], *, granuloma_as_lesion: bool = False) -> dict[str, float]:
+    """Map one report's MeSH major terms to CheXpert-14 labels (1.0, 0.0, or NaN if not indexed)."""
+    terms = [t for t in major_terms if t and t.strip()]
+    lowered = {t.strip().lower() for t in terms}
+    if not terms or NOT_INDEXED_TERM in lowered:
+        return {name: math.nan for name in CHEXPERT_14}
+    rules = dict(RULES)
+    if granuloma_as_lesion:
+        rules["Lung Lesion"] = rules["Lung Lesion"] + GRANULOMA_AS_LESION
+    out = {
+        label: float(any(term_matches(t, p) for t in terms for p in patterns))
+        for label, patterns in rules.items()
+    }
+    out["No Finding"] = float(lowered == {NORMAL_TERM})
+    return {name: out[name] for name in CHEXPERT_14}

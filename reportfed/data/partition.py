@@ -1,0 +1,39 @@
+"""Simulated node splits: rows across nodes (IID) and labels across nodes (shared vs unique)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from reportfed.labels import LabelSpace
+
+
+def iid_rows(n_rows: int, n_nodes: int, rng: np.random.Generator) -> list[np.ndarray]:
+    """Shuffle rows and cut them into ``n_nodes`` equal-size chunks (sizes differ by at most one)."""
+    if not 1 <= n_nodes <= n_rows:
+        raise ValueError(f"need 1 <= nodes <= rows, got {n_nodes} nodes for {n_rows} rows")
+    return [np.sort(chunk) for chunk in np.array_split(rng.permutation(n_rows), n_nodes)]
+
+
+def split_labels(labels: LabelSpace, n_nodes: int, n_shared: int,
+                 rng: np.random.Generator) -> list[LabelSpace]:
+    """The papers' label assignment: shuffle labels, the first ``n_shared`` go to every node, the
+    rest are split disjointly (as evenly as possible) over the nodes.
+
+    Each node's space keeps the order of ``labels``.
+    """
+    if not 0 <= n_shared <= len(labels):
+        raise ValueError(f"shared labels must be in [0, {len(labels)}], got {n_shared}")
+    unique = len(labels) - n_shared
+    if n_nodes > 1 and unique < n_nodes and n_shared == 0:
+        raise ValueError(f"{unique} labels cannot give each of {n_nodes} nodes a label")
+    order = list(rng.permutation(len(labels)))
+    shared, rest = order[:n_shared], order[n_shared:]
+    parts = np.array_split(np.array(rest, dtype=int), n_nodes)
+    return [LabelSpace(tuple(labels[i] for i in sorted(shared + part.tolist()))) for part in parts]
+
+
+def train_test_rows(n_rows: int, test_fraction: float, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """A random train/test split of row indices."""
+    perm = rng.permutation(n_rows)
+    n_test = int(round(n_rows * test_fraction))
+    return np.sort(perm[n_test:]), np.sort(perm[:n_test])

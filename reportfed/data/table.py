@@ -1,0 +1,207 @@
+"""Reports tables: CSV or Parquet with a text column and optional label columns.
+
+Label values: ``1`` positive, ``0`` negative, ``-1`` uncertain (mapped by ``uncertain=``:
+``"zeros"`` as in the papers, ``"ones"``, or ``"ignore"`` = not annotated), blank = not annotated
+(NaN, never silently 0). Label columns may use any vocabulary spelling; they are canonicalised.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+from reportfed.errors import InputFileError, LabelError
+from reportfed.labels import LabelSpace, is_known
+
+TEXT_COLUMNS = ("Reports", "Report Impression", "REPORT", "report", "text")
+Uncertain = Literal["zeros", "ones", "ignore"]
+_UNCERTAIN_VALUE = {"zeros": 0.0, "ones": 1.0, "ignore": np.nan}
+
+
+@dataclass
+class ReportTable:
+    """Report texts with a (possibly partial) label matrix.
+
+    ``labels`` has shape ``(len(texts), len(label_space))``, float32, NaN = not annotated.
+    """
+
+    texts: list[str]
+    labels: np.ndarray
+    label_space: LabelSpace
+    ids: list[str]
+    source: str = ""
+    skipped_empty: int = 0
+
+    def __post_init__(self) -> None:
+        if self.labels.shape != (len(self.texts), len(self.label_space)):
+            raise ValueError(
+                f"labels shape {self.labels.shape} != ({len(self.texts)}, {len(self.label_space)})"
+            )
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+    def subset(self, rows: np.ndarray | list[int]) -> ReportTable:
+        """Rows ``rows`` of this table (same label space)."""
+        idx = np.asarray(rows, dtype=int)
+        return ReportTable(
+            texts=[self.texts[i] for i in idx],
+            labels=self.labels[idx],
+            label_space=self.label_space,
+            ids=[self.ids[i] for i in idx],
+            source=self.source,
+        )
+
+    def select_labels(self, names: list[str] | LabelSpace) -> ReportTable:
+        """The same rows restricted to the label columns ``names`` (in that order)."""
+        space = names if isinstance(names, LabelSpace) else LabelSpace.of(names, allow_unknown=True)
+        cols = self.label_space.indices(space)
+        return ReportTable(self.texts, self.labels[:, cols], space, self.ids, self.source)
+
+
+def _decode(path: Path, raw: bytes) -> str:
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise InputFileError(
+            f"{path}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at line {line}); "
+            "re-save the file as UTF-8"
+        ) from None
+
+
+def _read_frame(path: Path, header: bool) -> pd.DataFrame:
+    if path.suffix.lower() in (".parquet", ".pq"):
+        try:
+            return pd.read_parquet(path)
+        except Exception as exc:  # pyarrow raises several types for bad files
+            raise InputFileError(f"{path}: cannot read as Parquet: {exc}") from None
+    raw = path.read_bytes()
+    text = _decode(path, raw)
+    if not text.strip():
+        raise InputFileError(f"{path}: the file is empty")
+    try:
+        return pd.read_csv(io.StringIO(text), header=0 if header else None, dtype=str,
+                           keep_default_na=False)
+    except pd.errors.ParserError as exc:
+        raise InputFileError(f"{path}: malformed CSV: {exc}") from None
+
+
+def _find_text_column(frame: pd.DataFrame, text_column: str | None) -> str | None:
+    if text_column is not None:
+        return text_column if text_column in frame.columns else None
+    for name in TEXT_COLUMNS:
+        if name in frame.columns:
+            return name
+    return None
+
+
+def _parse_label_column(path: Path, column: str, values: pd.Series, uncertain: Uncertain,
+                        first_row: int) -> np.ndarray:
+    out = np.empty(len(values), dtype=np.float32)
+    for i, v in enumerate(values.tolist()):
+        s = "" if v is None or (isinstance(v, float) and np.isnan(v)) else str(v).strip()
+        if s == "":
+            out[i] = np.nan
+            continue
+        try:
+            x = float(s)
+        except ValueError:
+            x = np.inf
+        if x == 1.0 or x == 0.0:
+            out[i] = x
+        elif x == -1.0:
+            out[i] = _UNCERTAIN_VALUE[uncertain]
+        else:
+            raise InputFileError(
+                f"{path}: row {i + first_row}, column {column!r}: value {s!r} is not 1, 0, -1 or blank"
+            )
+    return out
+
+
+def read_reports(
+    path: str | Path,
+    *,
+    text_column: str | None = None,
+    label_columns: list[str] | None = None,
+    uncertain: Uncertain = "zeros",
+    require_labels: bool = False,
+) -> ReportTable:
+    """Read a reports table.
+
+    Parameters
+    ----------
+    path:
+        CSV (UTF-8) or Parquet. A headerless single-column CSV (the CheXpert labeler's input) is
+        read as one report per row.
+    text_column:
+        Name of the text column; by default the first of :data:`TEXT_COLUMNS` present.
+    label_columns:
+        Label columns to read (any spelling; names outside the built-in vocabularies are kept as
+        custom labels). By default every column whose name is a known label or alias.
+    uncertain:
+        What ``-1`` becomes: ``"zeros"`` (default, as in the papers), ``"ones"`` or ``"ignore"``.
+    require_labels:
+        Raise if no label column is found (training tables).
+
+    Empty report strings are skipped; their count is in ``ReportTable.skipped_empty``.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise InputFileError(f"{path}: no such file")
+    if uncertain not in _UNCERTAIN_VALUE:
+        raise ValueError(f"uncertain must be one of {sorted(_UNCERTAIN_VALUE)}, got {uncertain!r}")
+    frame = _read_frame(path, header=True)
+    column = _find_text_column(frame, text_column)
+    first_row = 2  # 1-based file line of the first data row, with a header line
+    if column is None and text_column is None and frame.shape[1] == 1 and path.suffix.lower() == ".csv":
+        frame = _read_frame(path, header=False)
+        column, first_row = frame.columns[0], 1
+    if column is None:
+        wanted = repr(text_column) if text_column else f"one of {list(TEXT_COLUMNS)}"
+        raise InputFileError(f"{path}: no text column {wanted}; columns are {list(frame.columns)}")
+    if frame.empty:
+        raise InputFileError(f"{path}: no rows")
+
+    if label_columns is None:
+        label_columns = [c for c in frame.columns if c != column and isinstance(c, str) and is_known(c)]
+    else:
+        absent = [c for c in label_columns if c not in frame.columns]
+        if absent:
+            raise InputFileError(f"{path}: label columns {absent} not found; columns are {list(frame.columns)}")
+    if require_labels and not label_columns:
+        others = [c for c in frame.columns if c != column]
+        raise InputFileError(
+            f"{path}: no label column matches a CheXpert or NIH-14 label or alias "
+            f"(other columns: {others}); name custom labels explicitly"
+        )
+    try:
+        space = LabelSpace.of(label_columns, allow_unknown=True)
+    except LabelError as exc:
+        raise InputFileError(f"{path}: {exc}") from None
+    labels = np.stack(
+        [_parse_label_column(path, c, frame[c], uncertain, first_row) for c in label_columns], axis=1
+    ) if label_columns else np.zeros((len(frame), 0), dtype=np.float32)
+
+    texts = [("" if t is None else str(t)).strip() for t in frame[column].tolist()]
+    keep = np.array([bool(t) for t in texts], dtype=bool)
+    if not keep.any():
+        raise InputFileError(f"{path}: no usable report text in column {column!r} (all {len(texts)} empty)")
+    if "id" in frame.columns:
+        ids = [str(x) for x in frame["id"].tolist()]
+    else:
+        ids = [str(i + first_row) for i in range(len(frame))]
+    return ReportTable(
+        texts=[t for t, k in zip(texts, keep, strict=True) if k],
+        labels=labels[keep],
+        label_space=space,
+        ids=[i for i, k in zip(ids, keep, strict=True) if k],
+        source=str(path),
+        skipped_empty=int((~keep).sum()),
+    )
+

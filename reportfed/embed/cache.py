@@ -1,0 +1,118 @@
+"""On-disk embedding cache keyed by embedder fingerprint and text hash.
+
+Layout: ``<root>/<sha256(fingerprint)[:16]>/`` holds ``fingerprint.txt`` and shards
+``shard-*.npz``, each with ``keys`` (sha256 of each text, ``(n, 32)`` uint8), ``vectors``
+(``(n, dim)`` float32) and ``digest`` (sha256 over keys and vectors). Shards are written
+atomically, one per chunk of new texts, so an interrupted run keeps what it finished. A shard that
+fails to load or whose digest does not match is deleted and its texts embedded again: a corrupted
+entry is never returned.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from reportfed.embed.base import Embedder
+from reportfed.errors import EmbeddingError
+from reportfed.io import atomic_write
+
+log = logging.getLogger(__name__)
+
+
+def text_key(text: str) -> bytes:
+    """The 32-byte cache key of a text."""
+    return hashlib.sha256(text.encode("utf-8")).digest()
+
+
+def _digest(keys: np.ndarray, vectors: np.ndarray) -> bytes:
+    h = hashlib.sha256(keys.tobytes())
+    h.update(vectors.tobytes())
+    return h.digest()
+
+
+class EmbeddingCache:
+    """The cache directory of one embedder fingerprint."""
+
+    def __init__(self, root: str | Path, fingerprint: str) -> None:
+        self.fingerprint = fingerprint
+        self.dir = Path(root) / hashlib.sha256(fingerprint.encode()).hexdigest()[:16]
+
+    def load(self) -> dict[bytes, np.ndarray]:
+        """Every valid cached vector of this fingerprint; corrupted shards are deleted."""
+        found: dict[bytes, np.ndarray] = {}
+        for shard in sorted(self.dir.glob("shard-*.npz")):
+            try:
+                with np.load(shard, allow_pickle=False) as z:
+                    keys, vectors, digest = z["keys"], z["vectors"], z["digest"].tobytes()
+                if keys.shape[0] != vectors.shape[0] or _digest(keys, vectors) != digest:
+                    raise ValueError("digest mismatch")
+            except Exception as exc:  # any unreadable shard is treated the same way
+                log.warning("embedding cache shard %s is corrupted (%s): deleted, will re-embed", shard, exc)
+                shard.unlink(missing_ok=True)
+                continue
+            for k, v in zip(keys, vectors, strict=True):
+                found[k.tobytes()] = v
+        return found
+
+    def store(self, keys: list[bytes], vectors: np.ndarray) -> None:
+        """Write one shard atomically."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        fp_file = self.dir / "fingerprint.txt"
+        if not fp_file.exists():
+            atomic_write(fp_file, self.fingerprint.encode())
+        k = np.frombuffer(b"".join(keys), dtype=np.uint8).reshape(len(keys), 32)
+        v = np.ascontiguousarray(vectors, dtype=np.float32)
+
+        def write(tmp: Path) -> None:
+            with open(tmp, "wb") as f:
+                np.savez(f, keys=k, vectors=v, digest=np.frombuffer(_digest(k, v), dtype=np.uint8))
+
+        atomic_write(self.dir / f"shard-{uuid.uuid4().hex}.npz", write)
+
+
+def embed_texts(
+    texts: Sequence[str],
+    embedder: Embedder,
+    *,
+    cache_dir: str | Path | None,
+    chunk_size: int = 512,
+    progress: bool = True,
+) -> np.ndarray:
+    """Embed ``texts`` through the cache: only texts never embedded by this fingerprint are computed.
+
+    Returns a float32 array ``(len(texts), dim)`` in the order of ``texts``. ``cache_dir=None``
+    disables the cache.
+    """
+    keys = [text_key(t) for t in texts]
+    cache = EmbeddingCache(cache_dir, embedder.fingerprint) if cache_dir is not None else None
+    known = cache.load() if cache is not None else {}
+    todo: dict[bytes, str] = {}
+    for k, t in zip(keys, texts, strict=True):
+        if k not in known and k not in todo:
+            todo[k] = t
+    if todo:
+        pending = list(todo.items())
+        with tqdm(total=len(pending), desc="embedding", unit="report", disable=not progress,
+                  leave=False) as bar:
+            for start in range(0, len(pending), chunk_size):
+                chunk = pending[start:start + chunk_size]
+                vectors = embedder.embed([t for _, t in chunk])
+                if vectors.shape[0] != len(chunk) or not np.isfinite(vectors).all():
+                    raise EmbeddingError(
+                        f"embedder {embedder.fingerprint} returned {vectors.shape} (non-finite or wrong "
+                        f"count) for {len(chunk)} texts"
+                    )
+                if cache is not None:
+                    cache.store([k for k, _ in chunk], vectors)
+                known.update({k: v for (k, _), v in zip(chunk, vectors, strict=True)})
+                bar.update(len(chunk))
+    if not keys:
+        return np.zeros((0, embedder.dim), dtype=np.float32)
+    return np.stack([known[k] for k in keys]).astype(np.float32, copy=False)

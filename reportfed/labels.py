@@ -1,0 +1,181 @@
+"""Label vocabularies, aliases and the ordered :class:`LabelSpace`.
+
+Every label name that enters reportfed goes through :func:`canonical`, so that spellings from
+different vocabularies ("Effusion", "pleural_effusion", "Enlarged Cardiom.") never split a class.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from reportfed.errors import LabelError
+
+#: The CheXpert labeler's 14 observations, in its output column order.
+CHEXPERT_14: tuple[str, ...] = (
+    "No Finding",
+    "Enlarged Cardiomediastinum",
+    "Cardiomegaly",
+    "Lung Lesion",
+    "Lung Opacity",
+    "Edema",
+    "Consolidation",
+    "Pneumonia",
+    "Atelectasis",
+    "Pneumothorax",
+    "Pleural Effusion",
+    "Pleural Other",
+    "Fracture",
+    "Support Devices",
+)
+#: The 13 CheXpert findings (CheXpert-14 without "No Finding"), as used by the papers.
+CHEXPERT_13: tuple[str, ...] = CHEXPERT_14[1:]
+
+#: NIH ChestX-ray14 labels, in canonical spelling (aliases map the NIH spellings onto these).
+NIH_14: tuple[str, ...] = (
+    "Atelectasis",
+    "Cardiomegaly",
+    "Pleural Effusion",
+    "Infiltration",
+    "Mass",
+    "Nodule",
+    "Pneumonia",
+    "Pneumothorax",
+    "Consolidation",
+    "Edema",
+    "Emphysema",
+    "Fibrosis",
+    "Pleural Thickening",
+    "Hernia",
+)
+
+#: Every built-in canonical label, in the order used for unions (CheXpert first, then NIH-only).
+KNOWN_LABELS: tuple[str, ...] = CHEXPERT_14 + tuple(n for n in NIH_14 if n not in CHEXPERT_14)
+
+# Alias spellings (after normalisation) -> canonical name. Canonical names map to themselves.
+_ALIASES: dict[str, str] = {
+    "effusion": "Pleural Effusion",
+    "pleural effusions": "Pleural Effusion",
+    "enlarged cardiom": "Enlarged Cardiomediastinum",
+    "enlarged cardiom.": "Enlarged Cardiomediastinum",
+    "airspace opacity": "Lung Opacity",
+    "opacity": "Lung Opacity",
+    "normal": "No Finding",
+    "no findings": "No Finding",
+    "support device": "Support Devices",
+    "pleural thickening": "Pleural Thickening",
+    "infiltrate": "Infiltration",
+    "fractures": "Fracture",
+}
+
+
+def _normalise(name: str) -> str:
+    """Lower-case, underscores and hyphens to spaces, collapse whitespace."""
+    return re.sub(r"\s+", " ", name.replace("_", " ").replace("-", " ")).strip().lower()
+
+
+_LOOKUP: dict[str, str] = {_normalise(n): n for n in KNOWN_LABELS}
+_LOOKUP.update({_normalise(k): v for k, v in _ALIASES.items()})
+
+
+def canonical(name: str, *, allow_unknown: bool = False) -> str:
+    """Return the canonical spelling of a label name.
+
+    Parameters
+    ----------
+    name:
+        Any spelling: case, whitespace, underscores and known aliases are accepted.
+    allow_unknown:
+        Keep a name outside the built-in vocabularies (whitespace-normalised) instead of raising.
+    """
+    if not isinstance(name, str) or not name.strip():
+        raise LabelError(f"label name must be a non-empty string, got {name!r}")
+    key = _normalise(name)
+    if key in _LOOKUP:
+        return _LOOKUP[key]
+    if key.endswith(".") and key[:-1] in _LOOKUP:
+        return _LOOKUP[key[:-1]]
+    if allow_unknown:
+        return re.sub(r"\s+", " ", name).strip()
+    raise LabelError(
+        f"unknown label {name!r}: not a CheXpert or NIH-14 label or alias "
+        "(pass allow_unknown=True / --custom-label to keep it as your own label)"
+    )
+
+
+def is_known(name: str) -> bool:
+    """Whether ``name`` is a built-in label or one of its aliases."""
+    try:
+        canonical(name)
+    except LabelError:
+        return False
+    return True
+
+
+def _order_key(name: str) -> tuple[int, str]:
+    try:
+        return (KNOWN_LABELS.index(name), "")
+    except ValueError:
+        return (len(KNOWN_LABELS), name.lower())
+
+
+@dataclass(frozen=True)
+class LabelSpace:
+    """An ordered, duplicate-free tuple of canonical label names.
+
+    Construct with :meth:`of`, which canonicalises names and rejects duplicates (two aliases of
+    the same label count as a duplicate).
+    """
+
+    names: tuple[str, ...]
+
+    @classmethod
+    def of(cls, names: Iterable[str], *, allow_unknown: bool = False) -> LabelSpace:
+        """Canonicalise ``names`` (keeping their order) and reject duplicates."""
+        raw = list(names)
+        canon = [canonical(n, allow_unknown=allow_unknown) for n in raw]
+        seen: dict[str, str] = {}
+        for original, c in zip(raw, canon, strict=True):
+            if c in seen:
+                raise LabelError(f"duplicate label: {seen[c]!r} and {original!r} are both {c!r}")
+            seen[c] = original
+        return cls(tuple(canon))
+
+    @classmethod
+    def union(cls, spaces: Iterable[Iterable[str]]) -> LabelSpace:
+        """Union of label spaces in a deterministic order (independent of the input order)."""
+        names = {n for space in spaces for n in space}
+        return cls(tuple(sorted(names, key=_order_key)))
+
+    def index(self, name: str) -> int:
+        """Position of ``name`` (any spelling) in this space."""
+        c = canonical(name, allow_unknown=True)
+        try:
+            return self.names.index(c)
+        except ValueError:
+            raise LabelError(f"label {name!r} is not in this label space {list(self.names)}") from None
+
+    def indices(self, names: Iterable[str]) -> list[int]:
+        """Positions of several names."""
+        return [self.index(n) for n in names]
+
+    def __contains__(self, name: object) -> bool:
+        if not isinstance(name, str):
+            return False
+        try:
+            return canonical(name, allow_unknown=True) in self.names
+        except LabelError:
+            return False
+
+    def __getitem__(self, i: int) -> str:
+        return self.names[i]
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names)
+
+    def __repr__(self) -> str:
+        return f"LabelSpace({list(self.names)!r})"

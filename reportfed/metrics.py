@@ -1,0 +1,94 @@
+"""Per-label and macro metrics, the paper's metric and its leak-free counterpart.
+
+All functions take ``y`` with NaN for not-annotated entries (masked per label) and probabilities
+``p`` of the same shape. A label whose evaluated entries are all one class has NaN AUROC and is
+left out of macro averages (``nanmean``).
+
+* **paper**: per label, the threshold maximising Youden's J on the evaluated set itself, accuracy at
+  that threshold, averaged over labels (the metric of the papers' code; it sees the test labels).
+* **leak-free**: thresholds chosen on a validation split, then applied to the test set.
+* **prevalence**: accuracy of always predicting each label's majority class on the test set.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.metrics import roc_auc_score, roc_curve
+
+
+def _columns(y: np.ndarray, p: np.ndarray):  # type: ignore[no-untyped-def]
+    if y.shape != p.shape:
+        raise ValueError(f"labels {y.shape} and probabilities {p.shape} differ in shape")
+    for c in range(y.shape[1]):
+        keep = ~np.isnan(y[:, c])
+        yield y[keep, c], p[keep, c]
+
+
+def _two_classes(y: np.ndarray) -> bool:
+    return y.size > 0 and 0 < y.sum() < y.size
+
+
+def auroc(y: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """Per-label AUROC (NaN where a label has one class only)."""
+    return np.array([roc_auc_score(yc, pc) if _two_classes(yc) else np.nan for yc, pc in _columns(y, p)])
+
+
+def youden_thresholds(y: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """Per-label threshold maximising sensitivity + specificity - 1 (0.5 where undefined)."""
+    out = []
+    for yc, pc in _columns(y, p):
+        if not _two_classes(yc):
+            out.append(0.5)
+            continue
+        fpr, tpr, thr = roc_curve(yc, pc)
+        out.append(float(min(thr[int(np.argmax(tpr - fpr))], 1.0)))
+    return np.array(out)
+
+
+def accuracy_at(y: np.ndarray, p: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
+    """Per-label accuracy of ``p >= threshold``."""
+    return np.array([np.mean((pc >= t) == (yc == 1)) if yc.size else np.nan
+                     for (yc, pc), t in zip(_columns(y, p), thresholds, strict=True)])
+
+
+def f1_at(y: np.ndarray, p: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
+    """Per-label F1 of ``p >= threshold`` (NaN where a label has no positives)."""
+    out = []
+    for (yc, pc), t in zip(_columns(y, p), thresholds, strict=True):
+        pos = yc == 1
+        if not pos.any():
+            out.append(np.nan)
+            continue
+        pred = pc >= t
+        tp = float(np.sum(pred & pos))
+        out.append(2 * tp / (pred.sum() + pos.sum()))
+    return np.array(out)
+
+
+def prevalence_accuracy(y: np.ndarray) -> np.ndarray:
+    """Per-label accuracy of always predicting the majority class."""
+    return np.array([max(yc.mean(), 1 - yc.mean()) if yc.size else np.nan for yc, _ in _columns(y, y)])
+
+
+def evaluate(y_test: np.ndarray, p_test: np.ndarray, *,
+             thresholds: np.ndarray | None = None) -> dict[str, float]:
+    """Macro metrics of one evaluation: the paper's and, given thresholds, the leak-free ones.
+
+    Returns ``paper_accuracy``, ``auroc`` and ``prevalence_accuracy`` and, with ``thresholds``
+    chosen on validation data, ``leakfree_accuracy`` and ``leakfree_f1``. Averages run over the
+    labels that have both classes in ``y_test``.
+    """
+    valid = ~np.isnan(auroc(y_test, p_test))
+
+    def macro(values: np.ndarray) -> float:
+        return float(np.nanmean(np.where(valid, values, np.nan)))
+
+    out = {
+        "paper_accuracy": macro(accuracy_at(y_test, p_test, youden_thresholds(y_test, p_test))),
+        "auroc": macro(auroc(y_test, p_test)),
+        "prevalence_accuracy": macro(prevalence_accuracy(y_test)),
+    }
+    if thresholds is not None:
+        out["leakfree_accuracy"] = macro(accuracy_at(y_test, p_test, thresholds))
+        out["leakfree_f1"] = macro(f1_at(y_test, p_test, thresholds))
+    return out

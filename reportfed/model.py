@@ -1,0 +1,65 @@
+"""The node model: an MLP whose hidden layers are the *representation block* and whose output
+layer (one sigmoid output per label) is the *task block*.
+
+Any torch module with ``representation`` and ``task`` submodules (the vision models too) converts
+to and from the aggregation core's arrays with :func:`to_arrays` / :func:`load_arrays`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+from torch import nn
+
+from reportfed.aggregation import Arrays
+
+SHARED_PREFIX = "representation."
+TASK_PREFIX = "task."
+
+
+class ReportMLP(nn.Module):
+    """``input -> [Linear, ReLU, Dropout] x len(hidden) -> Linear(n_labels)`` (logits)."""
+
+    def __init__(self, input_dim: int, n_labels: int, hidden: Sequence[int] = (512, 256),
+                 dropout: float = 0.2) -> None:
+        super().__init__()
+        layers: list[nn.Module] = []
+        width = input_dim
+        for h in hidden:
+            layers += [nn.Linear(width, h), nn.ReLU(), nn.Dropout(dropout)]
+            width = h
+        self.representation = nn.Sequential(*layers)
+        self.task = nn.Linear(width, n_labels)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.task(self.representation(x))
+
+
+def to_arrays(model: nn.Module, *, skip: Sequence[str] = ()) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Split a model's state into (shared, task) NumPy arrays, keys without the block prefix.
+
+    ``skip`` lists shared keys kept local (e.g. BatchNorm statistics under FedBN).
+    """
+    shared: dict[str, np.ndarray] = {}
+    task: dict[str, np.ndarray] = {}
+    for key, value in model.state_dict().items():
+        arr = value.detach().cpu().numpy().copy()
+        if key.startswith(SHARED_PREFIX):
+            name = key[len(SHARED_PREFIX):]
+            if name not in skip and arr.dtype.kind == "f":
+                shared[name] = arr
+        elif key.startswith(TASK_PREFIX):
+            task[key[len(TASK_PREFIX):]] = arr
+    return shared, task
+
+
+def load_arrays(model: nn.Module, shared: Arrays, task: Arrays) -> None:
+    """Load (shared, task) arrays into a model in place; keys not given keep their values."""
+    state = {SHARED_PREFIX + k: torch.from_numpy(np.asarray(v)) for k, v in shared.items()}
+    state.update({TASK_PREFIX + k: torch.from_numpy(np.asarray(v)) for k, v in task.items()})
+    missing = set(state) - set(model.state_dict())
+    if missing:
+        raise KeyError(f"unknown model keys {sorted(missing)}")
+    model.load_state_dict(state, strict=False)

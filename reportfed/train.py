@@ -1,0 +1,56 @@
+"""Local training of one node: BCE over the node's own labels, not-annotated (NaN) entries masked."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import nn
+
+
+def masked_bce(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Mean binary cross-entropy over the entries of ``targets`` that are not NaN."""
+    mask = ~torch.isnan(targets)
+    if not mask.any():
+        return logits.sum() * 0.0
+    return nn.functional.binary_cross_entropy_with_logits(logits[mask], targets[mask])
+
+
+def train_local(
+    model: nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    *,
+    epochs: int = 1,
+    lr: float = 1e-3,
+    batch_size: int = 32,
+    seed: int = 0,
+) -> float:
+    """Train ``model`` on ``(x, y)`` with a fresh Adam; returns the mean training loss.
+
+    ``seed`` fixes the batch order and dropout, so a run is reproducible.
+    """
+    if len(x) == 0:
+        raise ValueError("a node has no training examples")
+    gen = torch.Generator().manual_seed(seed)
+    torch.manual_seed(seed)  # dropout draws from the global generator
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    model.train()
+    losses = []
+    for _ in range(epochs):
+        order = torch.randperm(len(x), generator=gen)
+        for start in range(0, len(x), batch_size):
+            idx = order[start:start + batch_size]
+            loss = masked_bce(model(x[idx]), y[idx])
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())
+    return float(np.mean(losses))
+
+
+@torch.inference_mode()
+def predict_proba(model: nn.Module, x: torch.Tensor, batch_size: int = 4096) -> np.ndarray:
+    """Sigmoid outputs of ``model`` on ``x`` (eval mode), as a NumPy array."""
+    model.eval()
+    out = [torch.sigmoid(model(x[i:i + batch_size])) for i in range(0, len(x), batch_size)]
+    return torch.cat(out).numpy() if out else np.zeros((0, 0), dtype=np.float32)
