@@ -87,7 +87,7 @@ def _read_frame(path: Path, header: bool) -> pd.DataFrame:
         raise InputFileError(f"{path}: the file is empty")
     try:
         return pd.read_csv(io.StringIO(text), header=0 if header else None, dtype=str,
-                           keep_default_na=False)
+                           keep_default_na=False, skip_blank_lines=False)
     except pd.errors.ParserError as exc:
         raise InputFileError(f"{path}: malformed CSV: {exc}") from None
 
@@ -101,8 +101,12 @@ def _find_text_column(frame: pd.DataFrame, text_column: str | None) -> str | Non
     return None
 
 
-def _parse_label_column(path: Path, column: str, values: pd.Series, uncertain: Uncertain,
+def parse_label_column(path: Path, column: str, values: pd.Series, uncertain: Uncertain,
                         first_row: int) -> np.ndarray:
+    """Parse one label column (1 / 0 / -1 / blank) to float32 with NaN for blank.
+
+    ``first_row`` is the file line of the first value, for error messages.
+    """
     out = np.empty(len(values), dtype=np.float32)
     for i, v in enumerate(values.tolist()):
         s = "" if v is None or (isinstance(v, float) and np.isnan(v)) else str(v).strip()
@@ -185,7 +189,7 @@ def read_reports(
     except LabelError as exc:
         raise InputFileError(f"{path}: {exc}") from None
     labels = np.stack(
-        [_parse_label_column(path, c, frame[c], uncertain, first_row) for c in label_columns], axis=1
+        [parse_label_column(path, c, frame[c], uncertain, first_row) for c in label_columns], axis=1
     ) if label_columns else np.zeros((len(frame), 0), dtype=np.float32)
 
     texts = [("" if t is None else str(t)).strip() for t in frame[column].tolist()]

@@ -1,0 +1,163 @@
+import hashlib
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import numpy as np
+import pytest
+
+from reportfed.embed import OpenAIEmbedder, embed_texts, make_embedder
+from reportfed.embed.cache import EmbeddingCache
+from reportfed.errors import EmbeddingError
+
+TEXTS = ["Heart size normal.", "Small left pleural effusion.", "No pneumothorax.", "Heart size normal."]
+
+
+class Counting:
+    """Wraps a real embedder and records what it was asked to embed."""
+
+    def __init__(self, inner) -> None:  # type: ignore[no-untyped-def]
+        self.inner, self.calls = inner, []
+        self.fingerprint, self.dim = inner.fingerprint, inner.dim
+
+    def embed(self, texts):  # type: ignore[no-untyped-def]
+        self.calls.append(list(texts))
+        return self.inner.embed(texts)
+
+
+def test_minilm_is_real_and_normalised(minilm) -> None:
+    x = minilm.embed(["Cardiomegaly.", "The heart is enlarged.", "Fracture of the left clavicle."])
+    assert x.shape == (3, 384) and x.dtype == np.float32
+    assert np.allclose(np.linalg.norm(x, axis=1), 1.0, atol=1e-3)
+    assert x[0] @ x[1] > x[0] @ x[2] + 0.1  # meaning, not noise
+
+
+def test_cache_miss_then_hit_and_partial_reuse(minilm, tmp_path) -> None:
+    counting = Counting(minilm)
+    first = embed_texts(TEXTS, counting, cache_dir=tmp_path, progress=False)
+    assert counting.calls == [TEXTS[:3]]  # duplicates embedded once
+    assert np.array_equal(first[0], first[3])
+    again = embed_texts(TEXTS, counting, cache_dir=tmp_path, progress=False)
+    assert len(counting.calls) == 1 and np.array_equal(first, again)
+    embed_texts([*TEXTS, "New text."], counting, cache_dir=tmp_path, progress=False)
+    assert counting.calls[-1] == ["New text."]
+
+
+def test_corrupted_shard_is_rebuilt_never_returned(minilm, tmp_path) -> None:
+    counting = Counting(minilm)
+    good = embed_texts(TEXTS, counting, cache_dir=tmp_path, progress=False)
+    (shard,) = EmbeddingCache(tmp_path, minilm.fingerprint).dir.glob("shard-*.npz")
+    raw = bytearray(shard.read_bytes())
+    raw[-200] ^= 0xFF  # flip a byte inside the stored vectors
+    shard.write_bytes(bytes(raw))
+    rebuilt = embed_texts(TEXTS, counting, cache_dir=tmp_path, progress=False)
+    assert len(counting.calls) == 2 and np.allclose(rebuilt, good)
+    shard_files = list(EmbeddingCache(tmp_path, minilm.fingerprint).dir.glob("shard-*.npz"))
+    assert len(shard_files) == 1 and shard_files[0] != shard
+    shard_files[0].write_bytes(b"truncated")
+    assert np.allclose(embed_texts(TEXTS, counting, cache_dir=tmp_path, progress=False), good)
+
+
+def test_cache_is_keyed_by_fingerprint(minilm, tmp_path) -> None:
+    fp32 = make_embedder("minilm", precision="fp32")
+    assert fp32.fingerprint != minilm.fingerprint
+    a = embed_texts(TEXTS[:1], minilm, cache_dir=tmp_path, progress=False)
+    b = embed_texts(TEXTS[:1], fp32, cache_dir=tmp_path, progress=False)
+    assert not np.array_equal(a, b) and float(a[0] @ b[0]) > 0.999
+
+
+def test_hf_mean_pooling_path_matches_sentence_transformers() -> None:
+    """Bio_ClinicalBERT's code path (AutoModel + mean pooling), tested with MiniLM's weights."""
+    hf = make_embedder("hf:minilm")
+    st = make_embedder("minilm", precision="fp32")
+    a = hf.embed(TEXTS)
+    a /= np.linalg.norm(a, axis=1, keepdims=True)
+    assert hf.dim == 384 and np.allclose(a, st.embed(TEXTS), atol=1e-5)
+    with pytest.raises(EmbeddingError, match="cannot load Hugging Face model"):
+        _ = make_embedder("hf:/nonexistent/Bio_ClinicalBERT").dim
+
+
+def test_bf16_stays_within_cosine_0999_of_fp32(iu_embedded) -> None:
+    table, x_bf16 = iu_embedded
+    idx = np.random.default_rng(0).choice(len(table), 256, replace=False)
+    x32 = make_embedder("minilm", precision="fp32").embed([table.texts[i] for i in idx])
+    cos = np.sum(x32 * x_bf16[idx], axis=1) / np.linalg.norm(x_bf16[idx], axis=1)
+    assert cos.min() > 0.999
+
+
+# -- OpenAI-compatible API over real HTTP ----------------------------------------------------
+class _Handler(BaseHTTPRequestHandler):
+    failures_left = 0
+    requests: list[dict] = []
+
+    def log_message(self, *args) -> None:  # type: ignore[no-untyped-def]
+        pass
+
+    def _send(self, code: int, body: dict) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        type(self).requests.append({"path": self.path, "auth": self.headers.get("Authorization"), **body})
+        if self.path != "/v1/embeddings":
+            return self._send(404, {"error": {"message": "not found"}})
+        if body["model"] == "missing-model":
+            return self._send(404, {"error": {"message": "model 'missing-model' does not exist"}})
+        if type(self).failures_left > 0:
+            type(self).failures_left -= 1
+            return self._send(503, {"error": {"message": "overloaded"}})
+        inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        data = [{"object": "embedding", "index": i,
+                 "embedding": [b / 255 for b in hashlib.sha256(t.encode()).digest()[:8]]}
+                for i, t in enumerate(inputs)]
+        self._send(200, {"object": "list", "data": data[::-1], "model": body["model"],
+                         "usage": {"prompt_tokens": 1, "total_tokens": 1}})
+
+
+@pytest.fixture()
+def api_server():  # type: ignore[no-untyped-def]
+    _Handler.requests, _Handler.failures_left = [], 0
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+    server.server_close()
+
+
+def test_openai_backend_over_http_batches_and_orders(api_server, tmp_path) -> None:
+    emb = OpenAIEmbedder("local-embed", base_url=api_server, api_key="sk-test", batch_size=2)
+    x = embed_texts(TEXTS, emb, cache_dir=tmp_path, progress=False)
+    expected = [[b / 255 for b in hashlib.sha256(t.encode()).digest()[:8]] for t in TEXTS]
+    assert np.allclose(x, np.array(expected, dtype=np.float32))  # order restored from "index"
+    batches = [r["input"] for r in _Handler.requests]
+    assert batches == [TEXTS[:2], TEXTS[2:3]]  # deduplicated, batched by 2
+    assert _Handler.requests[0]["auth"] == "Bearer sk-test"
+    assert emb.fingerprint == f"openai:{api_server}:local-embed" and emb.dim == 8
+    embed_texts(TEXTS, emb, cache_dir=tmp_path, progress=False)
+    assert len(_Handler.requests) == 2  # all cached
+
+
+def test_openai_backend_retries_5xx_with_backoff(api_server) -> None:
+    _Handler.failures_left = 2
+    emb = OpenAIEmbedder("local-embed", base_url=api_server, max_retries=3)
+    assert emb.embed(["a"]).shape == (1, 8)
+    assert len(_Handler.requests) == 3
+
+
+def test_openai_backend_4xx_is_a_clear_error(api_server) -> None:
+    emb = OpenAIEmbedder("missing-model", base_url=api_server)
+    with pytest.raises(EmbeddingError, match="HTTP 404 for model 'missing-model'"):
+        emb.embed(["a"])
+    assert len(_Handler.requests) == 1  # a 4xx is not retried
+
+
+def test_openai_backend_unreachable_is_a_clear_error() -> None:
+    emb = OpenAIEmbedder("m", base_url="http://127.0.0.1:9/v1", max_retries=0, timeout=2)
+    with pytest.raises(EmbeddingError, match="cannot reach embeddings API"):
+        emb.embed(["a"])

@@ -1,0 +1,109 @@
+import gzip
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from reportfed.data.mimic import load_mimic, report_sections
+from reportfed.data.table import read_reports
+from reportfed.errors import InputFileError
+
+from .conftest import shared_file
+
+
+def write(tmp_path, name: str, text: str | bytes):
+    path = tmp_path / name
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    return path
+
+
+def test_headerless_chexpert_input() -> None:
+    table = read_reports(shared_file("chexpert-labeler-format", "sample_reports.csv"))
+    assert len(table) == 4 and len(table.label_space) == 0
+    assert table.texts[1].startswith("1. Left pleural effusion") and "Cardiomegaly" in table.texts[1]
+
+
+def test_chexpert_labeled_output_reads_back_with_blanks_as_nan() -> None:
+    table = read_reports(shared_file("chexpert-labeler-format", "labeled_reports.csv"))
+    assert len(table.label_space) == 14
+    row = table.labels[0]
+    assert row[table.label_space.index("No Finding")] == 1.0
+    assert row[table.label_space.index("Edema")] == 0.0
+    assert np.isnan(row[table.label_space.index("Lung Lesion")])
+
+
+@pytest.mark.parametrize("column", ["Reports", "Report Impression", "REPORT", "report", "text"])
+def test_text_column_detection(tmp_path, column: str) -> None:
+    path = write(tmp_path, "r.csv", f"{column},Effusion\nsmall effusion,1\n")
+    table = read_reports(path)
+    assert table.texts == ["small effusion"] and list(table.label_space) == ["Pleural Effusion"]
+
+
+@pytest.mark.parametrize(("policy", "expected"), [("zeros", 0.0), ("ones", 1.0), ("ignore", None)])
+def test_uncertain_policies_and_blanks(tmp_path, policy: str, expected: float | None) -> None:
+    path = write(tmp_path, "r.csv", "text,Edema,Cardiomegaly\na,-1,\nb,1.0,0\n")
+    table = read_reports(path, uncertain=policy)
+    assert np.isnan(table.labels[0, 1])  # blank is never silently 0
+    assert table.labels[1].tolist() == [1.0, 0.0]
+    if expected is None:
+        assert np.isnan(table.labels[0, 0])
+    else:
+        assert table.labels[0, 0] == expected
+
+
+def test_parquet_and_custom_label_columns(tmp_path) -> None:
+    path = tmp_path / "r.parquet"
+    pd.DataFrame({"report": ["x", "y"], "My Finding": ["1", "0"], "Hernia": ["0", ""]}).to_parquet(path)
+    table = read_reports(path, label_columns=["My Finding", "Hernia"])
+    assert list(table.label_space) == ["My Finding", "Hernia"]
+    assert table.labels[0, 0] == 1.0 and np.isnan(table.labels[1, 1])
+
+
+def test_empty_reports_are_skipped_with_a_count(tmp_path) -> None:
+    table = read_reports(write(tmp_path, "r.csv", 'text\nfirst\n""\n   \nlast\n'))
+    assert table.texts == ["first", "last"] and table.skipped_empty == 2
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    (b"", "the file is empty"),
+    (b"id,notes,other\n1,a,b\n", "no text column"),
+    (b"text\ncaf\xe9 report\n", r"not UTF-8 text \(byte 0xe9 at line 2\)"),
+    (b"text,Edema\nfine,1\nbad,yes\n", "row 3, column 'Edema': value 'yes'"),
+    (b"text,Edema\nfine,2\n", "value '2' is not 1, 0, -1 or blank"),
+    (b'text\n""\n" "\n', "no usable report text"),
+])
+def test_bad_files_name_the_problem(tmp_path, content: bytes, message: str) -> None:
+    with pytest.raises(InputFileError, match=message):
+        read_reports(write(tmp_path, "r.csv", content))
+
+
+def test_training_tables_need_a_known_label(tmp_path) -> None:
+    path = write(tmp_path, "r.csv", "text,Foo,Bar\nx,1,0\n")
+    with pytest.raises(InputFileError, match="no label column matches"):
+        read_reports(path, require_labels=True)
+
+
+def test_mimic_layout(tmp_path) -> None:
+    reports = {
+        ("10000032", "50414267"): "FINAL REPORT\n EXAMINATION: CHEST\n\n FINDINGS: Small left effusion.\n\n"
+                                  " IMPRESSION: Left pleural effusion.\n",
+        ("10000032", "53189527"): "FINDINGS: No acute process.\n",
+        ("11000011", "51234567"): "INDICATION: cough\n",  # no findings/impression: skipped
+    }
+    for (subject, study), text in reports.items():
+        d = tmp_path / "files" / f"p{subject[:2]}" / f"p{subject}"
+        d.mkdir(parents=True, exist_ok=True)
+        (d / f"s{study}.txt").write_text(text)
+    header = "subject_id,study_id,Atelectasis,Cardiomegaly,Consolidation,Edema,Enlarged Cardiomediastinum," \
+             "Fracture,Lung Lesion,Lung Opacity,No Finding,Pleural Effusion,Pleural Other,Pneumonia," \
+             "Pneumothorax,Support Devices\n"
+    rows = ["10000032,50414267,,,,,,,,,,1.0,,,,", "10000032,53189527,,,,,,,,,1.0,,,,,",
+            "11000011,51234567,,,,,,,,,1.0,,,,,", "19999999,59999999,,,,,,,,,1.0,,,,,"]
+    with gzip.open(tmp_path / "mimic-cxr-2.0.0-chexpert.csv.gz", "wt") as f:
+        f.write(header + "\n".join(rows) + "\n")
+    table = load_mimic(tmp_path)
+    assert table.ids == ["s50414267", "s53189527"]
+    assert table.texts[0] == "Small left effusion. Left pleural effusion."
+    assert table.labels[0, table.label_space.index("Pleural Effusion")] == 1.0
+    assert np.isnan(table.labels[0, table.label_space.index("Edema")])
+    assert report_sections("FINDINGS: a\nIMPRESSION: b")["IMPRESSION"] == "b"
