@@ -22,7 +22,7 @@ own order. With identical label sets on every node this is exactly FedAvg.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -41,7 +41,7 @@ class NodeUpdate:
     """What a node sends after local training."""
 
     node_id: str
-    labels: Sequence[str]
+    labels: Iterable[str]
     shared: Arrays
     task: Arrays
     num_examples: int = 1
@@ -73,12 +73,17 @@ def _signature(shared: Arrays, task: Arrays) -> tuple[tuple[tuple[str, tuple[int
     )
 
 
-def _validate(update: NodeUpdate, reference: tuple[object, ...], weighting: Weighting) -> LabelSpace:
+def _validate(
+    update: NodeUpdate, reference: tuple[object, ...], weighting: Weighting
+) -> LabelSpace:
     """Return the update's canonical label space or raise :class:`InvalidUpdateError`."""
     node = update.node_id
     try:
-        labels = update.labels if isinstance(update.labels, LabelSpace) else LabelSpace.of(
-            update.labels, allow_unknown=True)
+        labels = (
+            update.labels
+            if isinstance(update.labels, LabelSpace)
+            else LabelSpace.of(update.labels, allow_unknown=True)
+        )
     except LabelError as exc:
         raise InvalidUpdateError(node, str(exc)) from None
     if not labels:
@@ -92,10 +97,14 @@ def _validate(update: NodeUpdate, reference: tuple[object, ...], weighting: Weig
     for key, arr in update.task.items():
         if arr.ndim == 0 or arr.shape[0] != len(labels):
             raise InvalidUpdateError(
-                node, f"task[{key!r}] has {arr.shape[0] if arr.ndim else 0} rows for {len(labels)} labels")
+                node,
+                f"task[{key!r}] has {arr.shape[0] if arr.ndim else 0} rows for {len(labels)} labels",
+            )
     sig = _signature(update.shared, update.task)
     if sig != reference:
-        raise InvalidUpdateError(node, f"array keys/shapes {sig} differ from the federation's {reference}")
+        raise InvalidUpdateError(
+            node, f"array keys/shapes {sig} differ from the federation's {reference}"
+        )
     if weighting == "samples" and update.num_examples <= 0:
         raise InvalidUpdateError(node, f"num_examples must be > 0, got {update.num_examples}")
     return labels
@@ -146,12 +155,20 @@ def aggregate(
                 raise
             rejected[u.node_id] = exc.reason
     if not accepted:
-        raise InvalidUpdateError(",".join(sorted(rejected)), "every update was rejected: " + str(rejected))
+        raise InvalidUpdateError(
+            ",".join(sorted(rejected)), "every update was rejected: " + str(rejected)
+        )
 
-    weights = np.array([float(u.num_examples) if weighting == "samples" else 1.0 for u, _ in accepted])
+    weights = np.array(
+        [float(u.num_examples) if weighting == "samples" else 1.0 for u, _ in accepted]
+    )
     shared = {
-        key: np.sum(weights.reshape((-1,) + (1,) * accepted[0][0].shared[key].ndim)
-                    * np.stack([u.shared[key] for u, _ in accepted]), axis=0) / weights.sum()
+        key: np.sum(
+            weights.reshape((-1,) + (1,) * accepted[0][0].shared[key].ndim)
+            * np.stack([u.shared[key] for u, _ in accepted]),
+            axis=0,
+        )
+        / weights.sum()
         for key in accepted[0][0].shared
     }
 
@@ -170,12 +187,12 @@ def aggregate(
     task: dict[str, np.ndarray] = {}
     for key in accepted[0][0].task:
         sample = accepted[0][0].task[key]
-        stacked = np.zeros((len(accepted), len(union)) + sample.shape[1:], dtype=sample.dtype)
+        stacked = np.zeros((len(accepted), len(union), *sample.shape[1:]), dtype=sample.dtype)
         for k, (u, _) in enumerate(accepted):
             stacked[k, positions[k]] = u.task[key]
         extra = (1,) * (sample.ndim - 1)
         out = np.sum(coef.reshape(coef.shape + extra) * stacked, axis=0)
-        out[present] /= denom[present].reshape((-1,) + extra)
+        out[present] /= denom[present].reshape((-1, *extra))
         if previous is not None and not present.all():
             carried = np.flatnonzero(~present)
             out[carried] = previous.task[key][previous.labels.indices([union[i] for i in carried])]
@@ -191,7 +208,9 @@ def aggregate(
     )
 
 
-def node_arrays(state: GlobalState, labels: Sequence[str]) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+def node_arrays(
+    state: GlobalState, labels: Iterable[str]
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """A node's view of the global state: the shared block and its own labels' rows, in its order.
 
     Raises :class:`LabelError` if the node has a label the global state does not know.
@@ -200,4 +219,3 @@ def node_arrays(state: GlobalState, labels: Sequence[str]) -> tuple[dict[str, np
     shared = {k: v.copy() for k, v in state.shared.items()}
     task = {k: v[rows].copy() for k, v in state.task.items()}
     return shared, task
-

@@ -34,8 +34,10 @@ def _write_table(frame: pd.DataFrame, path: Path) -> None:
 
 
 def _counts(names: Sequence[str], y: np.ndarray) -> str:
-    rows = [f"  {n:<28}{int(np.nansum(y[:, i])):>6} positive  {int(np.isnan(y[:, i]).sum()):>5} missing"
-            for i, n in enumerate(names)]
+    rows = [
+        f"  {n:<28}{int(np.nansum(y[:, i])):>6} positive  {int(np.isnan(y[:, i]).sum()):>5} missing"
+        for i, n in enumerate(names)
+    ]
     return "\n".join(rows)
 
 
@@ -45,13 +47,21 @@ def cmd_corpus(args: argparse.Namespace) -> None:
 
     frame = load_iu_frame(args.archive, granuloma_as_lesion=args.granuloma_as_lesion)
     frame = frame[frame["text"] != ""]
-    out = pd.DataFrame({
-        "id": frame["uid"], "Reports": frame["text"], "findings": frame["findings"],
-        "impression": frame["impression"], "mesh_major": frame["mesh_major"].map("; ".join),
-    })
+    out = pd.DataFrame(
+        {
+            "id": frame["uid"],
+            "Reports": frame["text"],
+            "findings": frame["findings"],
+            "impression": frame["impression"],
+            "mesh_major": frame["mesh_major"].map("; ".join),
+        }
+    )
     out = pd.concat([out, frame[list(CHEXPERT_14)]], axis=1)
     _write_table(out, Path(args.out))
-    _say(f"wrote {len(out)} IU reports to {args.out}\n" + _counts(CHEXPERT_14, out[list(CHEXPERT_14)].to_numpy(float)))
+    _say(
+        f"wrote {len(out)} IU reports to {args.out}\n"
+        + _counts(CHEXPERT_14, out[list(CHEXPERT_14)].to_numpy(float))
+    )
 
 
 # -- embed -----------------------------------------------------------------------------------
@@ -64,17 +74,25 @@ def cmd_embed(args: argparse.Namespace) -> None:
     start = time.perf_counter()
     x = embed_texts(table.texts, embedder, cache_dir=args.cache_dir)
     secs = time.perf_counter() - start
-    _say(f"{len(table)} reports -> {x.shape[1]}-dim embeddings with {embedder.fingerprint} in {secs:.2f} s "
-         f"({len(table) / max(secs, 1e-9):.1f} reports/s, cache {args.cache_dir})"
-         + (f"; skipped {table.skipped_empty} empty reports" if table.skipped_empty else ""))
+    _say(
+        f"{len(table)} reports -> {x.shape[1]}-dim embeddings with {embedder.fingerprint} in {secs:.2f} s "
+        f"({len(table) / max(secs, 1e-9):.1f} reports/s, cache {args.cache_dir})"
+        + (f"; skipped {table.skipped_empty} empty reports" if table.skipped_empty else "")
+    )
 
 
 # -- train -----------------------------------------------------------------------------------
-def _config(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+def _config(args: argparse.Namespace):
     from reportfed.federation.engine import FederationConfig
 
-    return FederationConfig(rounds=args.rounds, local_epochs=args.local_epochs, lr=args.lr,
-                            batch_size=args.batch_size, seed=args.seed, weighting=args.weighting)
+    return FederationConfig(
+        rounds=args.rounds,
+        local_epochs=args.local_epochs,
+        lr=args.lr,
+        batch_size=args.batch_size,
+        seed=args.seed,
+        weighting=args.weighting,
+    )
 
 
 def cmd_train(args: argparse.Namespace) -> None:
@@ -83,27 +101,39 @@ def cmd_train(args: argparse.Namespace) -> None:
     if bool(args.node) == bool(args.iu):
         raise ReportfedError("give either --node FILE (one per site, repeatable) or --iu")
     config = _config(args)
-    labeler = ReportLabeler(args.embedder, base_url=args.base_url, config=config,
-                            val_fraction=args.val_fraction, cache_dir=args.cache_dir)
+    labeler = ReportLabeler(
+        args.embedder,
+        base_url=args.base_url,
+        config=config,
+        val_fraction=args.val_fraction,
+        cache_dir=args.cache_dir,
+    )
     if args.node:
         from reportfed.data.table import read_reports
 
         tables = [read_reports(p, uncertain=args.uncertain, require_labels=True) for p in args.node]
         for p, t in zip(args.node, tables, strict=True):
-            _say(f"node {p}: {len(t)} reports, labels {list(t.label_space)}"
-                 + (f", skipped {t.skipped_empty} empty" if t.skipped_empty else ""))
+            _say(
+                f"node {p}: {len(t)} reports, labels {list(t.label_space)}"
+                + (f", skipped {t.skipped_empty} empty" if t.skipped_empty else "")
+            )
         labeler.fit_tables(tables)
         summary = {"nodes": labeler.provenance_["nodes"]}
     else:
         summary = _train_iu(labeler, args)
     labeler.save(args.out)
-    summary.update({"model": str(args.out), "labels": list(labeler.classes_),
-                    "thresholds": [round(float(t), 4) for t in labeler.thresholds_]})
+    summary.update(
+        {
+            "model": str(args.out),
+            "labels": list(labeler.classes_),
+            "thresholds": [round(float(t), 4) for t in labeler.thresholds_],
+        }
+    )
     atomic_write(args.metrics, json.dumps(summary, indent=2).encode())
     _say(f"wrote model {args.out} and summary {args.metrics}")
 
 
-def _train_iu(labeler, args: argparse.Namespace) -> dict:  # type: ignore[no-untyped-def]
+def _train_iu(labeler, args: argparse.Namespace) -> dict:
     from reportfed.data.iu import load_iu
     from reportfed.metrics import evaluate
     from reportfed.protocol import Protocol, node_view_labels, partition
@@ -113,23 +143,46 @@ def _train_iu(labeler, args: argparse.Namespace) -> dict:  # type: ignore[no-unt
     keep = ~np.isnan(table.labels).any(axis=1)
     table = table.subset(np.flatnonzero(keep))
     space = table.label_space
-    protocol = Protocol(n_nodes=args.nodes, n_shared=args.shared, val_fraction=args.val_fraction,
-                        federation=labeler.config)
-    train, test, site, spaces = partition(len(table), space, protocol, np.random.default_rng(args.seed))
+    protocol = Protocol(
+        n_nodes=args.nodes,
+        n_shared=args.shared,
+        val_fraction=args.val_fraction,
+        federation=labeler.config,
+    )
+    train, test, site, spaces = partition(
+        len(table), space, protocol, np.random.default_rng(args.seed)
+    )
     for k, s in enumerate(spaces):
         _say(f"node{k}: {int((site == k).sum())} reports, labels {list(s)}")
     x = labeler.embed(table.texts)
     if args.nodes == 1:
-        labeler.config = replace(labeler.config, rounds=1, local_epochs=args.rounds * args.local_epochs)
-    labeler.fit_embeddings(x[train], node_view_labels(table.labels[train], space, site, spaces), space,
-                           nodes=[f"node{k}" for k in site])
+        labeler.config = replace(
+            labeler.config, rounds=1, local_epochs=args.rounds * args.local_epochs
+        )
+    labeler.fit_embeddings(
+        x[train],
+        node_view_labels(table.labels[train], space, site, spaces),
+        space,
+        nodes=[f"node{k}" for k in site],
+    )
     cols = space.indices(labeler.state_.labels)
-    metrics = evaluate(table.labels[np.ix_(test, cols)], labeler.predict_proba_embeddings(x[test]),
-                       thresholds=labeler.thresholds_)
+    metrics = evaluate(
+        table.labels[np.ix_(test, cols)],
+        labeler.predict_proba_embeddings(x[test]),
+        thresholds=labeler.thresholds_,
+    )
     _say("test metrics: " + ", ".join(f"{k} {v:.4f}" for k, v in metrics.items()))
-    return {"protocol": {"nodes": args.nodes, "shared": args.shared, "seed": args.seed,
-                         "train_rows": len(train), "test_rows": len(test)},
-            "test_metrics": metrics, "node_labels": [list(s) for s in spaces]}
+    return {
+        "protocol": {
+            "nodes": args.nodes,
+            "shared": args.shared,
+            "seed": args.seed,
+            "train_rows": len(train),
+            "test_rows": len(test),
+        },
+        "test_metrics": metrics,
+        "node_labels": [list(s) for s in spaces],
+    }
 
 
 # -- label -----------------------------------------------------------------------------------
@@ -141,8 +194,11 @@ def cmd_label(args: argparse.Namespace) -> None:
     table = read_reports(args.reports, text_column=args.text_column)
     if table.skipped_empty:
         _say(f"skipped {table.skipped_empty} empty reports")
-    labeler = (ReportLabeler.load(args.model, cache_dir=args.cache_dir) if args.model
-               else load_default_model(cache_dir=args.cache_dir, say=_say))
+    labeler = (
+        ReportLabeler.load(args.model, cache_dir=args.cache_dir)
+        if args.model
+        else load_default_model(cache_dir=args.cache_dir, say=_say)
+    )
     start = time.perf_counter()
     proba = labeler.predict_proba(table.texts)
     pred = proba >= labeler.thresholds_
@@ -165,11 +221,16 @@ def cmd_label(args: argparse.Namespace) -> None:
 def _embedder_args(p: argparse.ArgumentParser, *, choose: bool = True) -> None:
     from reportfed.paths import embeddings_cache_dir
 
-    p.add_argument("--cache-dir", default=str(embeddings_cache_dir()), help="embedding cache directory")
+    p.add_argument(
+        "--cache-dir", default=str(embeddings_cache_dir()), help="embedding cache directory"
+    )
     if not choose:
         return
-    p.add_argument("--embedder", default="minilm",
-                   help="minilm (default) | st:PATH_OR_ID | hf:PATH_OR_ID | openai:MODEL")
+    p.add_argument(
+        "--embedder",
+        default="minilm",
+        help="minilm (default) | st:PATH_OR_ID | hf:PATH_OR_ID | openai:MODEL",
+    )
     p.add_argument("--base-url", default=None, help="base URL of an OpenAI-compatible API")
 
 
@@ -182,7 +243,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("name", choices=["iu"])
     p.add_argument("--out", required=True, help="output CSV or Parquet")
     p.add_argument("--archive", default=None, help="path to NLMCXR_reports.tgz (else resolved)")
-    p.add_argument("--granuloma-as-lesion", action="store_true", help="count granulomas as Lung Lesion")
+    p.add_argument(
+        "--granuloma-as-lesion", action="store_true", help="count granulomas as Lung Lesion"
+    )
     p.set_defaults(func=cmd_corpus)
 
     p = sub.add_parser("embed", help="embed a reports table into the cache, print throughput")
@@ -191,13 +254,19 @@ def build_parser() -> argparse.ArgumentParser:
     _embedder_args(p)
     p.set_defaults(func=cmd_embed)
 
-    p = sub.add_parser("train", help="federated training from node tables or a simulated IU partition")
-    p.add_argument("--node", action="append", default=[], help="a site's reports table with label columns")
+    p = sub.add_parser(
+        "train", help="federated training from node tables or a simulated IU partition"
+    )
+    p.add_argument(
+        "--node", action="append", default=[], help="a site's reports table with label columns"
+    )
     p.add_argument("--iu", action="store_true", help="simulate sites on the IU corpus")
     p.add_argument("--archive", default=None, help="IU archive path (with --iu)")
     p.add_argument("--nodes", type=int, default=2, help="simulated sites (with --iu)")
     p.add_argument("--shared", type=int, default=0, help="labels every site has (with --iu)")
-    p.add_argument("--with-no-finding", action="store_true", help="train No Finding too (with --iu)")
+    p.add_argument(
+        "--with-no-finding", action="store_true", help="train No Finding too (with --iu)"
+    )
     p.add_argument("--uncertain", choices=["zeros", "ones", "ignore"], default="zeros")
     p.add_argument("--rounds", type=int, default=20)
     p.add_argument("--local-epochs", type=int, default=1)
@@ -212,9 +281,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("label", help="label reports (CheXpert labeler output format)")
-    p.add_argument("--reports", required=True, help="CSV/Parquet with a text column, or headerless CSV")
+    p.add_argument(
+        "--reports", required=True, help="CSV/Parquet with a text column, or headerless CSV"
+    )
     p.add_argument("--text-column", default=None)
-    p.add_argument("--model", default=None, help="model file (default: the IU model, built on first use)")
+    p.add_argument(
+        "--model", default=None, help="model file (default: the IU model, built on first use)"
+    )
     p.add_argument("--out", default="labeled_reports.csv")
     p.add_argument("--probabilities", default=None, help="also write per-label probabilities here")
     _embedder_args(p, choose=False)

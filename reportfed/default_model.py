@@ -26,8 +26,9 @@ def default_model_path() -> Path:
     return cache_dir() / "models" / f"iu-minilm-{__version__}.safetensors"
 
 
-def load_default_model(*, cache_dir: str | Path | None = "default",
-                       say: Callable[[str], None] = print) -> ReportLabeler:
+def load_default_model(
+    *, cache_dir: str | Path | None = "default", say: Callable[[str], None] = print
+) -> ReportLabeler:
     """Load the cached default model, building it first if it is missing or unreadable."""
     path = default_model_path()
     if path.is_file():
@@ -35,15 +36,19 @@ def load_default_model(*, cache_dir: str | Path | None = "default",
             return ReportLabeler.load(path, cache_dir=cache_dir)
         except ModelFileError as exc:
             say(f"default model {path} is unusable ({exc}); rebuilding it")
-    say(f"building the default model (first use): {SITES} simulated sites on the IU corpus, "
-        f"14 CheXpert labels, all-MiniLM-L6-v2; this embeds ~3,900 reports once (about a minute)")
+    say(
+        f"building the default model (first use): {SITES} simulated sites on the IU corpus, "
+        f"14 CheXpert labels, all-MiniLM-L6-v2; this embeds ~3,900 reports once (about a minute)"
+    )
     from reportfed.data.iu import load_iu
 
     table = load_iu()
     keep = np.flatnonzero(~np.isnan(table.labels).any(axis=1))
     table = table.subset(keep)
     sites = [f"site{i % SITES}" for i in np.random.default_rng(0).permutation(len(table))]
-    labeler = ReportLabeler(cache_dir=cache_dir).fit(table.texts, table.labels, list(CHEXPERT_14), nodes=sites)
+    labeler = ReportLabeler(cache_dir=cache_dir).fit(
+        table.texts, table.labels, list(CHEXPERT_14), nodes=sites
+    )
     labeler.save(path)
     say(f"default model saved to {path}")
     return labeler

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -55,9 +55,16 @@ class ReportLabeler:
     ``embedder_fingerprint_``, ``input_dim_``, ``provenance_``.
     """
 
-    def __init__(self, embedder: str = DEFAULT_EMBEDDER, *, base_url: str | None = None,
-                 config: FederationConfig | None = None, val_fraction: float = 0.1,
-                 cache_dir: str | Path | None = "default", progress: bool = True) -> None:
+    def __init__(
+        self,
+        embedder: str = DEFAULT_EMBEDDER,
+        *,
+        base_url: str | None = None,
+        config: FederationConfig | None = None,
+        val_fraction: float = 0.1,
+        cache_dir: str | Path | None = "default",
+        progress: bool = True,
+    ) -> None:
         self.embedder = embedder
         self.base_url = base_url
         self.config = config or FederationConfig()
@@ -75,13 +82,20 @@ class ReportLabeler:
         """Embeddings of ``texts`` through the cache."""
         bad = [i for i, t in enumerate(texts) if not isinstance(t, str) or not t.strip()]
         if bad:
-            raise ReportfedError(f"{len(bad)} empty or non-string report(s), first at position {bad[0]}")
+            raise ReportfedError(
+                f"{len(bad)} empty or non-string report(s), first at position {bad[0]}"
+            )
         cache = embeddings_cache_dir() if self.cache_dir == "default" else self.cache_dir
         return embed_texts(texts, self._embedder(), cache_dir=cache, progress=self.progress)
 
     # -- training ----------------------------------------------------------------------------
-    def fit(self, texts: Sequence[str], y: np.ndarray, labels: Sequence[str],
-            nodes: Sequence[str] | None = None) -> ReportLabeler:
+    def fit(
+        self,
+        texts: Sequence[str],
+        y: np.ndarray,
+        labels: Iterable[str],
+        nodes: Sequence[str] | None = None,
+    ) -> ReportLabeler:
         """Train on ``texts`` with labels ``y`` ``(n, len(labels))`` (NaN = not annotated).
 
         ``nodes`` gives each row's site; each site trains on the labels it annotates (a column with
@@ -100,15 +114,23 @@ class ReportLabeler:
         y = np.full((sum(len(t) for t in tables), len(space)), np.nan, dtype=np.float32)
         start = 0
         for t in tables:
-            y[start:start + len(t), space.indices(t.label_space)] = t.labels
+            y[start : start + len(t), space.indices(t.label_space)] = t.labels
             start += len(t)
         texts = [s for t in tables for s in t.texts]
-        nodes = [f"node{k}:{Path(t.source).name}" for k, t in enumerate(tables) for _ in range(len(t))]
+        nodes = [
+            f"node{k}:{Path(t.source).name}" for k, t in enumerate(tables) for _ in range(len(t))
+        ]
         return self.fit(texts, y, space, nodes)
 
-    def fit_embeddings(self, x: np.ndarray, y: np.ndarray, labels: LabelSpace,
-                       nodes: Sequence[str] | None = None, *,
-                       fingerprint: str | None = None) -> ReportLabeler:
+    def fit_embeddings(
+        self,
+        x: np.ndarray,
+        y: np.ndarray,
+        labels: LabelSpace,
+        nodes: Sequence[str] | None = None,
+        *,
+        fingerprint: str | None = None,
+    ) -> ReportLabeler:
         """:meth:`fit` on precomputed embeddings ``x``.
 
         ``fingerprint`` names the embedder that made ``x`` (default: this labeler's embedder).
@@ -118,12 +140,14 @@ class ReportLabeler:
         fed_nodes, val_rows, val_y = [], [], []
         for name in sorted(set(site.tolist())):
             rows = rng.permutation(np.flatnonzero(site == name))
-            cols = [c for c in range(len(labels)) if not np.isnan(y[rows, c]).all()]
-            if not cols:
+            cols = np.flatnonzero(~np.isnan(y[rows]).all(axis=0))
+            if not len(cols):
                 raise ReportfedError(f"node {name!r} has no annotated label")
-            n_val = int(round(len(rows) * self.val_fraction))
+            n_val = round(len(rows) * self.val_fraction)
             val, fit = rows[:n_val], np.sort(rows[n_val:])
-            fed_nodes.append(Node(name, x[fit], y[np.ix_(fit, cols)], LabelSpace(tuple(labels[c] for c in cols))))
+            fed_nodes.append(
+                Node(name, x[fit], y[np.ix_(fit, cols)], LabelSpace(tuple(labels[c] for c in cols)))
+            )
             masked = np.full((len(val), len(labels)), np.nan, dtype=np.float32)
             masked[:, cols] = y[np.ix_(val, cols)]
             val_rows.append(val)
@@ -136,8 +160,12 @@ class ReportLabeler:
         vrows = np.concatenate(val_rows)
         order = labels.indices(result.state.labels)
         self.thresholds_ = (
-            youden_thresholds(np.concatenate(val_y)[:, order], self.predict_proba_embeddings(x[vrows]))
-            if len(vrows) else np.full(len(self.classes_), 0.5))
+            youden_thresholds(
+                np.concatenate(val_y)[:, order], self.predict_proba_embeddings(x[vrows])
+            )
+            if len(vrows)
+            else np.full(len(self.classes_), 0.5)
+        )
         self.embedder_fingerprint_ = fingerprint or self._embedder().fingerprint
         self.provenance_ = {
             "reportfed": __version__,
@@ -185,8 +213,12 @@ class ReportLabeler:
             "format": FORMAT,
             "labels": list(self.classes_),
             "thresholds": [float(t) for t in self.thresholds_],
-            "embedder": {"spec": self.embedder, "base_url": self.base_url,
-                         "fingerprint": self.embedder_fingerprint_, "dim": self.input_dim_},
+            "embedder": {
+                "spec": self.embedder,
+                "base_url": self.base_url,
+                "fingerprint": self.embedder_fingerprint_,
+                "dim": self.input_dim_,
+            },
             "config": asdict(self.config),
             "val_fraction": self.val_fraction,
             "provenance": self.provenance_,
@@ -195,8 +227,15 @@ class ReportLabeler:
         return atomic_write(path, save(tensors, metadata={"reportfed": json.dumps(meta)}))
 
     @classmethod
-    def load(cls, path: str | Path, *, embedder: str | None = None, base_url: str | None = None,
-             cache_dir: str | Path | None = "default", progress: bool = True) -> ReportLabeler:
+    def load(
+        cls,
+        path: str | Path,
+        *,
+        embedder: str | None = None,
+        base_url: str | None = None,
+        cache_dir: str | Path | None = "default",
+        progress: bool = True,
+    ) -> ReportLabeler:
         """Load a model file. ``embedder`` overrides the stored spec (it must have the same fingerprint)."""
         from safetensors import safe_open
 
@@ -216,9 +255,14 @@ class ReportLabeler:
         config_dict = dict(meta["config"])
         config_dict["hidden"] = tuple(config_dict["hidden"])
         emb = meta["embedder"]
-        labeler = cls(embedder or emb["spec"], base_url=base_url or emb["base_url"],
-                      config=FederationConfig(**config_dict), val_fraction=meta["val_fraction"],
-                      cache_dir=cache_dir, progress=progress)
+        labeler = cls(
+            embedder or emb["spec"],
+            base_url=base_url or emb["base_url"],
+            config=FederationConfig(**config_dict),
+            val_fraction=meta["val_fraction"],
+            cache_dir=cache_dir,
+            progress=progress,
+        )
         if embedder is not None and labeler._embedder().fingerprint != emb["fingerprint"]:
             raise ModelFileError(
                 f"{path}: trained with embedder {emb['fingerprint']}, "
@@ -226,8 +270,8 @@ class ReportLabeler:
             )
         labeler.state_ = GlobalState(
             labels=LabelSpace(tuple(meta["labels"])),
-            shared={k[len("shared."):]: v for k, v in tensors.items() if k.startswith("shared.")},
-            task={k[len("task."):]: v for k, v in tensors.items() if k.startswith("task.")},
+            shared={k[len("shared.") :]: v for k, v in tensors.items() if k.startswith("shared.")},
+            task={k[len("task.") :]: v for k, v in tensors.items() if k.startswith("task.")},
         )
         labeler.classes_ = np.array(meta["labels"], dtype=object)
         labeler.thresholds_ = np.array(meta["thresholds"])

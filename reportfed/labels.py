@@ -10,6 +10,8 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+import numpy as np
+
 from reportfed.errors import LabelError
 
 #: The CheXpert labeler's 14 observations, in its output column order.
@@ -154,11 +156,13 @@ class LabelSpace:
         try:
             return self.names.index(c)
         except ValueError:
-            raise LabelError(f"label {name!r} is not in this label space {list(self.names)}") from None
+            raise LabelError(
+                f"label {name!r} is not in this label space {list(self.names)}"
+            ) from None
 
-    def indices(self, names: Iterable[str]) -> list[int]:
-        """Positions of several names."""
-        return [self.index(n) for n in names]
+    def indices(self, names: Iterable[str]) -> np.ndarray:
+        """Positions of several names, as an integer array."""
+        return np.array([self.index(n) for n in names], dtype=np.intp)
 
     def __contains__(self, name: object) -> bool:
         if not isinstance(name, str):
@@ -168,8 +172,8 @@ class LabelSpace:
         except LabelError:
             return False
 
-    def __getitem__(self, i: int) -> str:
-        return self.names[i]
+    def __getitem__(self, i: int | np.integer) -> str:
+        return self.names[int(i)]
 
     def __len__(self) -> int:
         return len(self.names)

@@ -16,7 +16,7 @@ import numpy as np
 from sklearn.metrics import roc_auc_score, roc_curve
 
 
-def _columns(y: np.ndarray, p: np.ndarray):  # type: ignore[no-untyped-def]
+def _columns(y: np.ndarray, p: np.ndarray):
     if y.shape != p.shape:
         raise ValueError(f"labels {y.shape} and probabilities {p.shape} differ in shape")
     for c in range(y.shape[1]):
@@ -30,7 +30,9 @@ def _two_classes(y: np.ndarray) -> bool:
 
 def auroc(y: np.ndarray, p: np.ndarray) -> np.ndarray:
     """Per-label AUROC (NaN where a label has one class only)."""
-    return np.array([roc_auc_score(yc, pc) if _two_classes(yc) else np.nan for yc, pc in _columns(y, p)])
+    return np.array(
+        [roc_auc_score(yc, pc) if _two_classes(yc) else np.nan for yc, pc in _columns(y, p)]
+    )
 
 
 def youden_thresholds(y: np.ndarray, p: np.ndarray) -> np.ndarray:
@@ -47,8 +49,12 @@ def youden_thresholds(y: np.ndarray, p: np.ndarray) -> np.ndarray:
 
 def accuracy_at(y: np.ndarray, p: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
     """Per-label accuracy of ``p >= threshold``."""
-    return np.array([np.mean((pc >= t) == (yc == 1)) if yc.size else np.nan
-                     for (yc, pc), t in zip(_columns(y, p), thresholds, strict=True)])
+    return np.array(
+        [
+            np.mean((pc >= t) == (yc == 1)) if yc.size else np.nan
+            for (yc, pc), t in zip(_columns(y, p), thresholds, strict=True)
+        ]
+    )
 
 
 def f1_at(y: np.ndarray, p: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
@@ -67,11 +73,14 @@ def f1_at(y: np.ndarray, p: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
 
 def prevalence_accuracy(y: np.ndarray) -> np.ndarray:
     """Per-label accuracy of always predicting the majority class."""
-    return np.array([max(yc.mean(), 1 - yc.mean()) if yc.size else np.nan for yc, _ in _columns(y, y)])
+    return np.array(
+        [max(yc.mean(), 1 - yc.mean()) if yc.size else np.nan for yc, _ in _columns(y, y)]
+    )
 
 
-def evaluate(y_test: np.ndarray, p_test: np.ndarray, *,
-             thresholds: np.ndarray | None = None) -> dict[str, float]:
+def evaluate(
+    y_test: np.ndarray, p_test: np.ndarray, *, thresholds: np.ndarray | None = None
+) -> dict[str, float]:
     """Macro metrics of one evaluation: the paper's and, given thresholds, the leak-free ones.
 
     Returns ``paper_accuracy``, ``auroc`` and ``prevalence_accuracy`` and, with ``thresholds``

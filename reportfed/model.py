@@ -22,8 +22,13 @@ TASK_PREFIX = "task."
 class ReportMLP(nn.Module):
     """``input -> [Linear, ReLU, Dropout] x len(hidden) -> Linear(n_labels)`` (logits)."""
 
-    def __init__(self, input_dim: int, n_labels: int, hidden: Sequence[int] = (512, 256),
-                 dropout: float = 0.2) -> None:
+    def __init__(
+        self,
+        input_dim: int,
+        n_labels: int,
+        hidden: Sequence[int] = (512, 256),
+        dropout: float = 0.2,
+    ) -> None:
         super().__init__()
         layers: list[nn.Module] = []
         width = input_dim
@@ -37,7 +42,9 @@ class ReportMLP(nn.Module):
         return self.task(self.representation(x))
 
 
-def to_arrays(model: nn.Module, *, skip: Sequence[str] = ()) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+def to_arrays(
+    model: nn.Module, *, skip: Sequence[str] = ()
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Split a model's state into (shared, task) NumPy arrays, keys without the block prefix.
 
     ``skip`` lists shared keys kept local (e.g. BatchNorm statistics under FedBN).
@@ -47,11 +54,11 @@ def to_arrays(model: nn.Module, *, skip: Sequence[str] = ()) -> tuple[dict[str, 
     for key, value in model.state_dict().items():
         arr = value.detach().cpu().numpy().copy()
         if key.startswith(SHARED_PREFIX):
-            name = key[len(SHARED_PREFIX):]
+            name = key[len(SHARED_PREFIX) :]
             if name not in skip and arr.dtype.kind == "f":
                 shared[name] = arr
         elif key.startswith(TASK_PREFIX):
-            task[key[len(TASK_PREFIX):]] = arr
+            task[key[len(TASK_PREFIX) :]] = arr
     return shared, task
 
 

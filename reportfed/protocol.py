@@ -41,20 +41,25 @@ class SimulationResult:
     seed: int
 
 
-def partition(n_rows: int, labels: LabelSpace, protocol: Protocol, rng: np.random.Generator
-              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[LabelSpace]]:
+def partition(
+    n_rows: int, labels: LabelSpace, protocol: Protocol, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[LabelSpace]]:
     """Train rows, test rows, each train row's node index, and each node's labels."""
     train, test = train_test_rows(n_rows, protocol.test_fraction, rng)
     site = np.empty(len(train), dtype=int)
     for k, chunk in enumerate(iid_rows(len(train), protocol.n_nodes, rng)):
         site[chunk] = k
-    spaces = (split_labels(labels, protocol.n_nodes, protocol.n_shared, rng)
-              if protocol.n_nodes > 1 else [labels])
+    spaces = (
+        split_labels(labels, protocol.n_nodes, protocol.n_shared, rng)
+        if protocol.n_nodes > 1
+        else [labels]
+    )
     return train, test, site, spaces
 
 
-def node_view_labels(y: np.ndarray, labels: LabelSpace, site: np.ndarray,
-                     spaces: list[LabelSpace]) -> np.ndarray:
+def node_view_labels(
+    y: np.ndarray, labels: LabelSpace, site: np.ndarray, spaces: list[LabelSpace]
+) -> np.ndarray:
     """``y`` with NaN wherever a row's node does not annotate the label."""
     out = np.full(y.shape, np.nan, dtype=np.float32)
     for k, space in enumerate(spaces):
@@ -63,8 +68,16 @@ def node_view_labels(y: np.ndarray, labels: LabelSpace, site: np.ndarray,
     return out
 
 
-def simulate(x: np.ndarray, y: np.ndarray, labels: LabelSpace, protocol: Protocol, seed: int,
-             *, fingerprint: str = "precomputed", progress: bool = False) -> SimulationResult:
+def simulate(
+    x: np.ndarray,
+    y: np.ndarray,
+    labels: LabelSpace,
+    protocol: Protocol,
+    seed: int,
+    *,
+    fingerprint: str = "precomputed",
+    progress: bool = False,
+) -> SimulationResult:
     """Run one repeat of ``protocol`` with ``seed`` on embeddings ``x`` and full labels ``y``."""
     rng = np.random.default_rng(seed)
     train, test, site, spaces = partition(len(x), labels, protocol, rng)
@@ -72,8 +85,13 @@ def simulate(x: np.ndarray, y: np.ndarray, labels: LabelSpace, protocol: Protoco
     if protocol.n_nodes == 1:
         config = replace(config, rounds=1, local_epochs=config.rounds * config.local_epochs)
     labeler = ReportLabeler(config=config, val_fraction=protocol.val_fraction, progress=progress)
-    labeler.fit_embeddings(x[train], node_view_labels(y[train], labels, site, spaces), labels,
-                           nodes=[f"node{k}" for k in site], fingerprint=fingerprint)
+    labeler.fit_embeddings(
+        x[train],
+        node_view_labels(y[train], labels, site, spaces),
+        labels,
+        nodes=[f"node{k}" for k in site],
+        fingerprint=fingerprint,
+    )
     cols = labels.indices(labeler.state_.labels)
     p_test = labeler.predict_proba_embeddings(x[test])
     thresholds = labeler.thresholds_ if protocol.val_fraction > 0 else None

@@ -39,7 +39,7 @@ def train_local(
     for _ in range(epochs):
         order = torch.randperm(len(x), generator=gen)
         for start in range(0, len(x), batch_size):
-            idx = order[start:start + batch_size]
+            idx = order[start : start + batch_size]
             loss = masked_bce(model(x[idx]), y[idx])
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
@@ -52,5 +52,5 @@ def train_local(
 def predict_proba(model: nn.Module, x: torch.Tensor, batch_size: int = 4096) -> np.ndarray:
     """Sigmoid outputs of ``model`` on ``x`` (eval mode), as a NumPy array."""
     model.eval()
-    out = [torch.sigmoid(model(x[i:i + batch_size])) for i in range(0, len(x), batch_size)]
+    out = [torch.sigmoid(model(x[i : i + batch_size])) for i in range(0, len(x), batch_size)]
     return torch.cat(out).numpy() if out else np.zeros((0, 0), dtype=np.float32)

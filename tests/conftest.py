@@ -21,7 +21,9 @@ def shared_file(*parts: str) -> Path:
 
 
 @pytest.fixture(autouse=True)
-def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+def _isolated_cache(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Each test gets its own user cache; the IU archive comes from ../shared when present."""
     monkeypatch.setenv("REPORTFED_CACHE_DIR", str(tmp_path_factory.mktemp("user-cache")))
     archive = SHARED / "iu" / "NLMCXR_reports.tgz"

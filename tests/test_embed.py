@@ -2,6 +2,7 @@ import hashlib
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import ClassVar
 
 import numpy as np
 import pytest
@@ -10,7 +11,12 @@ from reportfed.embed import OpenAIEmbedder, embed_texts, make_embedder
 from reportfed.embed.cache import EmbeddingCache
 from reportfed.errors import EmbeddingError
 
-TEXTS = ["Heart size normal.", "Small left pleural effusion.", "No pneumothorax.", "Heart size normal."]
+TEXTS = [
+    "Heart size normal.",
+    "Small left pleural effusion.",
+    "No pneumothorax.",
+    "Heart size normal.",
+]
 
 
 class Counting:
@@ -88,7 +94,7 @@ def test_bf16_stays_within_cosine_0999_of_fp32(iu_embedded) -> None:
 # -- OpenAI-compatible API over real HTTP ----------------------------------------------------
 class _Handler(BaseHTTPRequestHandler):
     failures_left = 0
-    requests: list[dict] = []
+    requests: ClassVar[list[dict]] = []
 
     def log_message(self, *args) -> None:  # type: ignore[no-untyped-def]
         pass
@@ -103,7 +109,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        type(self).requests.append({"path": self.path, "auth": self.headers.get("Authorization"), **body})
+        type(self).requests.append(
+            {"path": self.path, "auth": self.headers.get("Authorization"), **body}
+        )
         if self.path != "/v1/embeddings":
             return self._send(404, {"error": {"message": "not found"}})
         if body["model"] == "missing-model":
@@ -112,11 +120,23 @@ class _Handler(BaseHTTPRequestHandler):
             type(self).failures_left -= 1
             return self._send(503, {"error": {"message": "overloaded"}})
         inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
-        data = [{"object": "embedding", "index": i,
-                 "embedding": [b / 255 for b in hashlib.sha256(t.encode()).digest()[:8]]}
-                for i, t in enumerate(inputs)]
-        self._send(200, {"object": "list", "data": data[::-1], "model": body["model"],
-                         "usage": {"prompt_tokens": 1, "total_tokens": 1}})
+        data = [
+            {
+                "object": "embedding",
+                "index": i,
+                "embedding": [b / 255 for b in hashlib.sha256(t.encode()).digest()[:8]],
+            }
+            for i, t in enumerate(inputs)
+        ]
+        self._send(
+            200,
+            {
+                "object": "list",
+                "data": data[::-1],
+                "model": body["model"],
+                "usage": {"prompt_tokens": 1, "total_tokens": 1},
+            },
+        )
 
 
 @pytest.fixture()

@@ -14,7 +14,7 @@ from .conftest import shared_file
 def test_sha256_mismatch_is_a_clear_error(tmp_path) -> None:
     bad = tmp_path / "NLMCXR_reports.tgz"
     bad.write_bytes(b"not the archive")
-    with pytest.raises(ArchiveError, match="sha256 .* expected 8fb6de7e"):
+    with pytest.raises(ArchiveError, match=r"sha256 .* expected 8fb6de7e"):
         iu.resolve_archive(bad)
     with pytest.raises(ArchiveError, match="not found"):
         iu.resolve_archive(tmp_path / "missing.tgz")
@@ -59,10 +59,20 @@ def test_full_corpus_counts_in_the_documented_ranges() -> None:
     table = iu.load_iu()
     assert len(table) == 3927
     counts = dict(zip(CHEXPERT_14, np.nansum(table.labels, axis=0).astype(int), strict=True))
-    ranges = {"No Finding": (1300, 1400), "Cardiomegaly": (360, 420), "Lung Opacity": (700, 900),
-              "Atelectasis": (320, 350), "Pleural Effusion": (160, 210), "Pneumothorax": (20, 30),
-              "Edema": (90, 130), "Consolidation": (25, 35), "Pneumonia": (38, 46), "Fracture": (80, 90),
-              "Support Devices": (350, 400), "Lung Lesion": (130, 200)}
+    ranges = {
+        "No Finding": (1300, 1400),
+        "Cardiomegaly": (360, 420),
+        "Lung Opacity": (700, 900),
+        "Atelectasis": (320, 350),
+        "Pleural Effusion": (160, 210),
+        "Pneumothorax": (20, 30),
+        "Edema": (90, 130),
+        "Consolidation": (25, 35),
+        "Pneumonia": (38, 46),
+        "Fracture": (80, 90),
+        "Support Devices": (350, 400),
+        "Lung Lesion": (130, 200),
+    }
     for name, (lo, hi) in ranges.items():
         assert lo <= counts[name] <= hi, (name, counts[name])
     assert np.isnan(table.labels).all(axis=1).sum() == 95  # "No Indexing" reports

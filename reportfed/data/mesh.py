@@ -92,7 +92,9 @@ def term_matches(term: str, pattern: str) -> bool:
     return head == p_head and p_quals <= quals
 
 
-def mesh_to_labels(major_terms: Iterable[str], *, granuloma_as_lesion: bool = False) -> dict[str, float]:
+def mesh_to_labels(
+    major_terms: Iterable[str], *, granuloma_as_lesion: bool = False
+) -> dict[str, float]:
     """Map one report's MeSH major terms to CheXpert-14 labels (1.0, 0.0, or NaN if not indexed)."""
     terms = [t for t in major_terms if t and t.strip()]
     lowered = {t.strip().lower() for t in terms}

@@ -23,12 +23,15 @@ _SECTION = re.compile(r"^\s*([A-Z][A-Z /]+):", re.MULTILINE)
 def report_sections(text: str) -> dict[str, str]:
     """Split a MIMIC-CXR report into its upper-case sections (``FINDINGS``, ``IMPRESSION``...)."""
     marks = list(_SECTION.finditer(text))
-    return {m.group(1).strip(): " ".join(text[m.end(): nxt.start() if nxt else len(text)].split())
-            for m, nxt in zip(marks, [*marks[1:], None], strict=True)}
+    return {
+        m.group(1).strip(): " ".join(text[m.end() : nxt.start() if nxt else len(text)].split())
+        for m, nxt in zip(marks, [*marks[1:], None], strict=True)
+    }
 
 
-def load_mimic(root: str | Path, *, labels_csv: str | Path | None = None,
-               uncertain: Uncertain = "zeros") -> ReportTable:
+def load_mimic(
+    root: str | Path, *, labels_csv: str | Path | None = None, uncertain: Uncertain = "zeros"
+) -> ReportTable:
     """Reports with findings or impression joined to their CheXpert labels (missing study = skipped)."""
     root = Path(root)
     if labels_csv is None:
@@ -46,13 +49,23 @@ def load_mimic(root: str | Path, *, labels_csv: str | Path | None = None,
         if not path.is_file():
             continue
         sections = report_sections(path.read_text(encoding="utf-8", errors="replace"))
-        text = " ".join(s for s in (sections.get("FINDINGS", ""), sections.get("IMPRESSION", "")) if s)
+        text = " ".join(
+            s for s in (sections.get("FINDINGS", ""), sections.get("IMPRESSION", "")) if s
+        )
         if text:
             texts.append(text)
             ids.append(f"s{study}")
             rows.append(i)
     if not texts:
         raise InputFileError(f"{root}: no report with findings or impression matched {labels_csv}")
-    y = np.stack([parse_label_column(Path(labels_csv), c, frame[c], uncertain, 2) for c in CHEXPERT_14], axis=1)
-    return ReportTable(texts=texts, labels=y[rows], label_space=LabelSpace(CHEXPERT_14), ids=ids,
-                       source=f"MIMIC-CXR ({root})")
+    y = np.stack(
+        [parse_label_column(Path(labels_csv), c, frame[c], uncertain, 2) for c in CHEXPERT_14],
+        axis=1,
+    )
+    return ReportTable(
+        texts=texts,
+        labels=y[rows],
+        label_space=LabelSpace(CHEXPERT_14),
+        ids=ids,
+        source=f"MIMIC-CXR ({root})",
+    )

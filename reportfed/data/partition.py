@@ -14,8 +14,9 @@ def iid_rows(n_rows: int, n_nodes: int, rng: np.random.Generator) -> list[np.nda
     return [np.sort(chunk) for chunk in np.array_split(rng.permutation(n_rows), n_nodes)]
 
 
-def split_labels(labels: LabelSpace, n_nodes: int, n_shared: int,
-                 rng: np.random.Generator) -> list[LabelSpace]:
+def split_labels(
+    labels: LabelSpace, n_nodes: int, n_shared: int, rng: np.random.Generator
+) -> list[LabelSpace]:
     """The papers' label assignment: shuffle labels, the first ``n_shared`` go to every node, the
     rest are split disjointly (as evenly as possible) over the nodes.
 
@@ -32,8 +33,10 @@ def split_labels(labels: LabelSpace, n_nodes: int, n_shared: int,
     return [LabelSpace(tuple(labels[i] for i in sorted(shared + part.tolist()))) for part in parts]
 
 
-def train_test_rows(n_rows: int, test_fraction: float, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def train_test_rows(
+    n_rows: int, test_fraction: float, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
     """A random train/test split of row indices."""
     perm = rng.permutation(n_rows)
-    n_test = int(round(n_rows * test_fraction))
+    n_test = round(n_rows * test_fraction)
     return np.sort(perm[n_test:]), np.sort(perm[:n_test])

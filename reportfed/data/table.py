@@ -86,8 +86,13 @@ def _read_frame(path: Path, header: bool) -> pd.DataFrame:
     if not text.strip():
         raise InputFileError(f"{path}: the file is empty")
     try:
-        return pd.read_csv(io.StringIO(text), header=0 if header else None, dtype=str,
-                           keep_default_na=False, skip_blank_lines=False)
+        return pd.read_csv(
+            io.StringIO(text),
+            header=0 if header else None,
+            dtype=str,
+            keep_default_na=False,
+            skip_blank_lines=False,
+        )
     except pd.errors.ParserError as exc:
         raise InputFileError(f"{path}: malformed CSV: {exc}") from None
 
@@ -101,8 +106,9 @@ def _find_text_column(frame: pd.DataFrame, text_column: str | None) -> str | Non
     return None
 
 
-def parse_label_column(path: Path, column: str, values: pd.Series, uncertain: Uncertain,
-                        first_row: int) -> np.ndarray:
+def parse_label_column(
+    path: Path, column: str, values: pd.Series, uncertain: Uncertain, first_row: int
+) -> np.ndarray:
     """Parse one label column (1 / 0 / -1 / blank) to float32 with NaN for blank.
 
     ``first_row`` is the file line of the first value, for error messages.
@@ -163,7 +169,12 @@ def read_reports(
     frame = _read_frame(path, header=True)
     column = _find_text_column(frame, text_column)
     first_row = 2  # 1-based file line of the first data row, with a header line
-    if column is None and text_column is None and frame.shape[1] == 1 and path.suffix.lower() == ".csv":
+    if (
+        column is None
+        and text_column is None
+        and frame.shape[1] == 1
+        and path.suffix.lower() == ".csv"
+    ):
         frame = _read_frame(path, header=False)
         column, first_row = frame.columns[0], 1
     if column is None:
@@ -173,11 +184,15 @@ def read_reports(
         raise InputFileError(f"{path}: no rows")
 
     if label_columns is None:
-        label_columns = [c for c in frame.columns if c != column and isinstance(c, str) and is_known(c)]
+        label_columns = [
+            c for c in frame.columns if c != column and isinstance(c, str) and is_known(c)
+        ]
     else:
         absent = [c for c in label_columns if c not in frame.columns]
         if absent:
-            raise InputFileError(f"{path}: label columns {absent} not found; columns are {list(frame.columns)}")
+            raise InputFileError(
+                f"{path}: label columns {absent} not found; columns are {list(frame.columns)}"
+            )
     if require_labels and not label_columns:
         others = [c for c in frame.columns if c != column]
         raise InputFileError(
@@ -188,14 +203,21 @@ def read_reports(
         space = LabelSpace.of(label_columns, allow_unknown=True)
     except LabelError as exc:
         raise InputFileError(f"{path}: {exc}") from None
-    labels = np.stack(
-        [parse_label_column(path, c, frame[c], uncertain, first_row) for c in label_columns], axis=1
-    ) if label_columns else np.zeros((len(frame), 0), dtype=np.float32)
+    labels = (
+        np.stack(
+            [parse_label_column(path, c, frame[c], uncertain, first_row) for c in label_columns],
+            axis=1,
+        )
+        if label_columns
+        else np.zeros((len(frame), 0), dtype=np.float32)
+    )
 
     texts = [("" if t is None else str(t)).strip() for t in frame[column].tolist()]
     keep = np.array([bool(t) for t in texts], dtype=bool)
     if not keep.any():
-        raise InputFileError(f"{path}: no usable report text in column {column!r} (all {len(texts)} empty)")
+        raise InputFileError(
+            f"{path}: no usable report text in column {column!r} (all {len(texts)} empty)"
+        )
     if "id" in frame.columns:
         ids = [str(x) for x in frame["id"].tolist()]
     else:
@@ -208,4 +230,3 @@ def read_reports(
         source=str(path),
         skipped_empty=int((~keep).sum()),
     )
-

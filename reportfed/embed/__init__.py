@@ -30,8 +30,9 @@ __all__ = [
 ]
 
 
-def make_embedder(spec: str = DEFAULT_EMBEDDER, *, base_url: str | None = None,
-                  precision: str | None = None) -> Embedder:
+def make_embedder(
+    spec: str = DEFAULT_EMBEDDER, *, base_url: str | None = None, precision: str | None = None
+) -> Embedder:
     """Build an embedder from a spec string (see module docstring)."""
     kind, _, rest = spec.partition(":")
     if not rest:

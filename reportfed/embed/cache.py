@@ -54,7 +54,9 @@ class EmbeddingCache:
                 if keys.shape[0] != vectors.shape[0] or _digest(keys, vectors) != digest:
                     raise ValueError("digest mismatch")
             except Exception as exc:  # any unreadable shard is treated the same way
-                log.warning("embedding cache shard %s is corrupted (%s): deleted, will re-embed", shard, exc)
+                log.warning(
+                    "embedding cache shard %s is corrupted (%s): deleted, will re-embed", shard, exc
+                )
                 shard.unlink(missing_ok=True)
                 continue
             for k, v in zip(keys, vectors, strict=True):
@@ -99,10 +101,11 @@ def embed_texts(
             todo[k] = t
     if todo:
         pending = list(todo.items())
-        with tqdm(total=len(pending), desc="embedding", unit="report", disable=not progress,
-                  leave=False) as bar:
+        with tqdm(
+            total=len(pending), desc="embedding", unit="report", disable=not progress, leave=False
+        ) as bar:
             for start in range(0, len(pending), chunk_size):
-                chunk = pending[start:start + chunk_size]
+                chunk = pending[start : start + chunk_size]
                 vectors = embedder.embed([t for _, t in chunk])
                 if vectors.shape[0] != len(chunk) or not np.isfinite(vectors).all():
                     raise EmbeddingError(

@@ -34,8 +34,14 @@ class SentenceTransformerEmbedder:
     with every embedding within cosine 0.9999 of fp32 (see README, "Embeddings").
     """
 
-    def __init__(self, model: str = "all-MiniLM-L6-v2", *, precision: Precision = "bf16",
-                 batch_size: int = 64, device: str | None = None) -> None:
+    def __init__(
+        self,
+        model: str = "all-MiniLM-L6-v2",
+        *,
+        precision: Precision = "bf16",
+        batch_size: int = 64,
+        device: str | None = None,
+    ) -> None:
         if precision not in _DTYPES:
             raise ValueError(f"precision must be one of {sorted(_DTYPES)}, got {precision!r}")
         self.model_name = canonical_model_name(model)
@@ -45,15 +51,18 @@ class SentenceTransformerEmbedder:
         self.device = _device(device)
 
     @cached_property
-    def _model(self):  # type: ignore[no-untyped-def]
+    def _model(self):
         from sentence_transformers import SentenceTransformer
 
         _quiet_transformers()
         try:
-            return SentenceTransformer(self.path, device=self.device,
-                                       model_kwargs={"dtype": _DTYPES[self.precision]})
+            return SentenceTransformer(
+                self.path, device=self.device, model_kwargs={"dtype": _DTYPES[self.precision]}
+            )
         except Exception as exc:  # OSError / HF errors when the path or hub id cannot be loaded
-            raise EmbeddingError(f"cannot load sentence-transformers model {self.model_name!r}: {exc}") from None
+            raise EmbeddingError(
+                f"cannot load sentence-transformers model {self.model_name!r}: {exc}"
+            ) from None
 
     @cached_property
     def fingerprint(self) -> str:
@@ -64,16 +73,24 @@ class SentenceTransformerEmbedder:
         return int(self._model.get_embedding_dimension())
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        out = self._model.encode(list(texts), batch_size=self.batch_size, convert_to_tensor=True,
-                                 show_progress_bar=False)
+        out = self._model.encode(
+            list(texts), batch_size=self.batch_size, convert_to_tensor=True, show_progress_bar=False
+        )
         return out.float().cpu().numpy()
 
 
 class HFMeanPoolEmbedder:
     """Any Hugging Face encoder (e.g. Bio_ClinicalBERT) by local path or hub id, mean-pooled over tokens."""
 
-    def __init__(self, model: str, *, precision: Precision = "fp32", batch_size: int = 32,
-                 max_length: int = 512, device: str | None = None) -> None:
+    def __init__(
+        self,
+        model: str,
+        *,
+        precision: Precision = "fp32",
+        batch_size: int = 32,
+        max_length: int = 512,
+        device: str | None = None,
+    ) -> None:
         if precision not in _DTYPES:
             raise ValueError(f"precision must be one of {sorted(_DTYPES)}, got {precision!r}")
         self.model_name = canonical_model_name(model)
@@ -84,7 +101,7 @@ class HFMeanPoolEmbedder:
         self.device = _device(device)
 
     @cached_property
-    def _parts(self):  # type: ignore[no-untyped-def]
+    def _parts(self):
         from transformers import AutoModel, AutoTokenizer
 
         _quiet_transformers()
@@ -92,7 +109,9 @@ class HFMeanPoolEmbedder:
             tokenizer = AutoTokenizer.from_pretrained(self.path)
             model = AutoModel.from_pretrained(self.path, dtype=_DTYPES[self.precision])
         except Exception as exc:
-            raise EmbeddingError(f"cannot load Hugging Face model {self.model_name!r}: {exc}") from None
+            raise EmbeddingError(
+                f"cannot load Hugging Face model {self.model_name!r}: {exc}"
+            ) from None
         return tokenizer, model.to(self.device).eval()
 
     @cached_property
@@ -109,9 +128,14 @@ class HFMeanPoolEmbedder:
         order = np.argsort([len(t) for t in texts], kind="stable")  # similar lengths, less padding
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         for start in range(0, len(texts), self.batch_size):
-            idx = order[start:start + self.batch_size]
-            batch = tokenizer([texts[i] for i in idx], padding=True, truncation=True,
-                              max_length=self.max_length, return_tensors="pt").to(self.device)
+            idx = order[start : start + self.batch_size]
+            batch = tokenizer(
+                [texts[i] for i in idx],
+                padding=True,
+                truncation=True,
+                max_length=self.max_length,
+                return_tensors="pt",
+            ).to(self.device)
             hidden = model(**batch).last_hidden_state.float()
             mask = batch["attention_mask"].unsqueeze(-1).float()
             out[idx] = ((hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)).cpu().numpy()

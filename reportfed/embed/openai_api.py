@@ -30,9 +30,16 @@ class OpenAIEmbedder:
         own policy). Other 4xx answers raise :class:`EmbeddingError` at once.
     """
 
-    def __init__(self, model: str = DEFAULT_MODEL, *, base_url: str | None = None,
-                 api_key: str | None = None, batch_size: int = 128, max_retries: int = 4,
-                 timeout: float = 60.0) -> None:
+    def __init__(
+        self,
+        model: str = DEFAULT_MODEL,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        batch_size: int = 128,
+        max_retries: int = 4,
+        timeout: float = 60.0,
+    ) -> None:
         import openai
 
         self.model = model
@@ -70,12 +77,16 @@ class OpenAIEmbedder:
             raise EmbeddingError(f"cannot reach embeddings API {self.base_url}: {exc}") from None
         rows = sorted(resp.data, key=lambda d: d.index)
         if len(rows) != len(texts):
-            raise EmbeddingError(f"embeddings API returned {len(rows)} vectors for {len(texts)} texts")
+            raise EmbeddingError(
+                f"embeddings API returned {len(rows)} vectors for {len(texts)} texts"
+            )
         return np.asarray([r.embedding for r in rows], dtype=np.float32)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        parts = [self._request(list(texts[i:i + self.batch_size]))
-                 for i in range(0, len(texts), self.batch_size)]
+        parts = [
+            self._request(list(texts[i : i + self.batch_size]))
+            for i in range(0, len(texts), self.batch_size)
+        ]
         out = np.concatenate(parts) if parts else np.zeros((0, self.dim), dtype=np.float32)
         if self._dim is None and len(out):
             self._dim = out.shape[1]

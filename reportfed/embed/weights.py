@@ -35,13 +35,15 @@ def weights_digest(model_dir: str) -> str:
     root = Path(model_dir)
     if not root.is_dir():
         return hashlib.sha256(model_dir.encode()).hexdigest()[:16]
-    files = sorted(p for p in root.rglob("*") if p.suffix in {".safetensors", ".bin"} and p.is_file())
+    files = sorted(
+        p for p in root.rglob("*") if p.suffix in {".safetensors", ".bin"} and p.is_file()
+    )
     if not files:
         raise EmbeddingError(f"{model_dir}: no .safetensors or .bin weight files")
     h = hashlib.sha256()
     for p in files:
         h.update(p.name.encode())
         with open(p, "rb") as f:
-            for block in iter(lambda f=f: f.read(1 << 22), b""):
+            while block := f.read(1 << 22):
                 h.update(block)
     return h.hexdigest()[:16]

@@ -13,7 +13,14 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from reportfed.aggregation import GlobalState, NodeUpdate, OnInvalid, Weighting, aggregate, node_arrays
+from reportfed.aggregation import (
+    GlobalState,
+    NodeUpdate,
+    OnInvalid,
+    Weighting,
+    aggregate,
+    node_arrays,
+)
 from reportfed.labels import LabelSpace
 from reportfed.model import ReportMLP, load_arrays, to_arrays
 from reportfed.train import train_local
@@ -31,7 +38,9 @@ class Node:
 
     def __post_init__(self) -> None:
         if self.y.shape != (len(self.x), len(self.labels)):
-            raise ValueError(f"node {self.name!r}: y shape {self.y.shape} != ({len(self.x)}, {len(self.labels)})")
+            raise ValueError(
+                f"node {self.name!r}: y shape {self.y.shape} != ({len(self.x)}, {len(self.labels)})"
+            )
 
 
 @dataclass(frozen=True)
@@ -73,16 +82,26 @@ def global_model(state: GlobalState, input_dim: int, config: FederationConfig) -
     return model.eval()
 
 
-def local_round(node: Node, state: GlobalState, config: FederationConfig, round_: int,
-                node_index: int, model: ReportMLP | None = None) -> tuple[NodeUpdate, float]:
+def local_round(
+    node: Node,
+    state: GlobalState,
+    config: FederationConfig,
+    round_: int,
+    node_index: int,
+    model: ReportMLP | None = None,
+) -> tuple[NodeUpdate, float]:
     """A node's work in one round: load its view of ``state``, train, return its update and loss."""
     model = model or ReportMLP(node.x.shape[1], len(node.labels), config.hidden, config.dropout)
     shared, task = node_arrays(state, node.labels)
     load_arrays(model, shared, task)
     loss = train_local(
-        model, torch.from_numpy(node.x), torch.from_numpy(node.y),
-        epochs=config.local_epochs, lr=config.node_lr.get(node.name, config.lr),
-        batch_size=config.batch_size, seed=config.seed * 100_003 + round_ * 1_009 + node_index,
+        model,
+        torch.from_numpy(node.x),
+        torch.from_numpy(node.y),
+        epochs=config.local_epochs,
+        lr=config.node_lr.get(node.name, config.lr),
+        batch_size=config.batch_size,
+        seed=config.seed * 100_003 + round_ * 1_009 + node_index,
     )
     shared, task = to_arrays(model)
     return NodeUpdate(node.name, node.labels, shared, task, num_examples=len(node.x)), loss
@@ -110,8 +129,9 @@ def run_federation(
     history: list[dict[str, Any]] = []
     for r in tqdm(range(config.rounds), desc="rounds", disable=not progress, leave=False):
         results = [local_round(n, state, config, r, i, models[i]) for i, n in enumerate(nodes)]
-        outcome = aggregate([u for u, _ in results], state, weighting=config.weighting,
-                            on_invalid=config.on_invalid)
+        outcome = aggregate(
+            [u for u, _ in results], state, weighting=config.weighting, on_invalid=config.on_invalid
+        )
         state = outcome.state
         entry: dict[str, Any] = {"round": r + 1, "loss": {u.node_id: loss for u, loss in results}}
         if outcome.rejected:

@@ -1,0 +1,211 @@
+import json
+
+import pandas as pd
+import pytest
+
+from reportfed.cli import main
+from reportfed.labels import CHEXPERT_14
+
+from .conftest import ROOT, shared_file
+
+
+@pytest.fixture()
+def env(monkeypatch, embeddings_cache, iu_embedded):  # type: ignore[no-untyped-def]
+    """CLI runs share the session's embedding cache (IU embedded once)."""
+    monkeypatch.setenv("REPORTFED_EMBEDDINGS_CACHE", str(embeddings_cache))
+    return iu_embedded
+
+
+def node_tables(tmp_path, iu_embedded):  # type: ignore[no-untyped-def]
+    """Two sites: CheXpert spellings on one, NIH spellings (with an alias) on the other."""
+    table, _ = iu_embedded
+    cols = {n: i for i, n in enumerate(table.label_space)}
+    a = pd.DataFrame(
+        {
+            "Reports": table.texts[:500],
+            "Cardiomegaly": table.labels[:500, cols["Cardiomegaly"]],
+            "Pleural Effusion": table.labels[:500, cols["Pleural Effusion"]],
+        }
+    )
+    b = pd.DataFrame(
+        {
+            "text": table.texts[500:1000],
+            "Effusion": table.labels[500:1000, cols["Pleural Effusion"]],
+            "Atelectasis": table.labels[500:1000, cols["Atelectasis"]],
+        }
+    )
+    a.to_csv(tmp_path / "a.csv", index=False)
+    b.to_parquet(tmp_path / "b.parquet")
+    return tmp_path / "a.csv", tmp_path / "b.parquet"
+
+
+def test_corpus_iu_writes_table_and_counts(tmp_path, capsys) -> None:
+    shared_file("iu", "NLMCXR_reports.tgz")
+    assert main(["corpus", "iu", "--out", str(tmp_path / "iu.csv")]) == 0
+    frame = pd.read_csv(tmp_path / "iu.csv")
+    assert len(frame) == 3927 and list(frame.columns[-14:]) == list(CHEXPERT_14)
+    err = capsys.readouterr().err
+    assert "wrote 3927 IU reports" in err and "Cardiomegaly" in err
+
+
+def test_embed_prints_throughput(tmp_path, capsys, env) -> None:
+    assert (
+        main(
+            [
+                "embed",
+                "--reports",
+                str(ROOT / "examples" / "reports.csv"),
+                "--cache-dir",
+                str(tmp_path),
+            ]
+        )
+        == 0
+    )
+    assert "6 reports -> 384-dim embeddings" in capsys.readouterr().err
+
+
+def test_train_from_node_tables_then_label_headerless_input(tmp_path, capsys, env) -> None:
+    a, b = node_tables(tmp_path, env)
+    model, metrics = tmp_path / "m.safetensors", tmp_path / "m.json"
+    assert (
+        main(
+            [
+                "train",
+                "--node",
+                str(a),
+                "--node",
+                str(b),
+                "--rounds",
+                "3",
+                "--out",
+                str(model),
+                "--metrics",
+                str(metrics),
+            ]
+        )
+        == 0
+    )
+    summary = json.loads(metrics.read_text())
+    assert summary["labels"] == ["Cardiomegaly", "Atelectasis", "Pleural Effusion"]
+    out = tmp_path / "labeled.csv"
+    sample = shared_file("chexpert-labeler-format", "sample_reports.csv")
+    assert (
+        main(
+            [
+                "label",
+                "--reports",
+                str(sample),
+                "--model",
+                str(model),
+                "--out",
+                str(out),
+                "--probabilities",
+                str(tmp_path / "p.csv"),
+            ]
+        )
+        == 0
+    )
+    labeled = pd.read_csv(out)
+    assert list(labeled.columns) == ["Reports", "Cardiomegaly", "Atelectasis", "Pleural Effusion"]
+    assert len(labeled) == 4 and set(labeled.iloc[:, 1:].stack().unique()) <= {0.0, 1.0}
+    probs = pd.read_csv(tmp_path / "p.csv")
+    assert probs.iloc[:, 1:].to_numpy().max() <= 1.0
+
+
+def test_train_iu_simulation_writes_metrics(tmp_path, env) -> None:
+    metrics = tmp_path / "m.json"
+    assert (
+        main(
+            [
+                "train",
+                "--iu",
+                "--nodes",
+                "3",
+                "--shared",
+                "1",
+                "--rounds",
+                "2",
+                "--out",
+                str(tmp_path / "m.safetensors"),
+                "--metrics",
+                str(metrics),
+            ]
+        )
+        == 0
+    )
+    summary = json.loads(metrics.read_text())
+    assert summary["protocol"]["nodes"] == 3 and len(summary["node_labels"]) == 3
+    assert 0.5 < summary["test_metrics"]["auroc"] <= 1.0
+    assert "leakfree_accuracy" in summary["test_metrics"]
+
+
+def test_label_with_the_default_model_built_on_first_use(tmp_path, capsys, env) -> None:
+    out = tmp_path / "labeled.csv"
+    assert (
+        main(["label", "--reports", str(ROOT / "examples" / "reports.csv"), "--out", str(out)]) == 0
+    )
+    err = capsys.readouterr().err
+    assert "building the default model" in err
+    labeled = pd.read_csv(out)
+    assert list(labeled.columns) == ["Reports", *CHEXPERT_14] and len(labeled) == 6
+    assert labeled.loc[1, "Cardiomegaly"] == 1.0 and labeled.loc[1, "Pleural Effusion"] == 1.0
+    assert (
+        main(["label", "--reports", str(ROOT / "examples" / "reports.csv"), "--out", str(out)]) == 0
+    )
+    assert "building" not in capsys.readouterr().err  # reused from the user cache
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"id,notes\n1,x\n", "no text column"),
+        (b"", "the file is empty"),
+        (b"text\n\xff\xfe report\n", "not UTF-8"),
+        (b'text\n""\n', "no usable report text"),
+    ],
+)
+def test_label_bad_reports_fail_cleanly(tmp_path, capsys, content: bytes, message: str) -> None:
+    reports, out = tmp_path / "r.csv", tmp_path / "out.csv"
+    reports.write_bytes(content)
+    assert (
+        main(
+            [
+                "label",
+                "--reports",
+                str(reports),
+                "--model",
+                str(tmp_path / "none"),
+                "--out",
+                str(out),
+            ]
+        )
+        == 2
+    )
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("reportfed: error:") and message in err[0]
+    assert not out.exists()
+
+
+def test_truncated_model_and_unusable_node_tables_fail_cleanly(tmp_path, capsys) -> None:
+    (tmp_path / "m.safetensors").write_bytes(b"\x08\x00\x00\x00\x00\x00\x00\x00{}")
+    out = tmp_path / "out.csv"
+    assert (
+        main(
+            [
+                "label",
+                "--reports",
+                str(ROOT / "examples" / "reports.csv"),
+                "--model",
+                str(tmp_path / "m.safetensors"),
+                "--out",
+                str(out),
+            ]
+        )
+        == 2
+    )
+    assert "not a" in capsys.readouterr().err and not out.exists()
+    (tmp_path / "n.csv").write_text("text,Foo,Bar\nsome report,1,0\n")
+    model = tmp_path / "new.safetensors"
+    assert main(["train", "--node", str(tmp_path / "n.csv"), "--out", str(model)]) == 2
+    assert "no label column matches a CheXpert or NIH-14 label" in capsys.readouterr().err
+    assert not model.exists()

@@ -1,0 +1,77 @@
+import numpy as np
+import torch
+
+from reportfed.federation.engine import FederationConfig, Node, global_model, run_federation
+from reportfed.labels import LabelSpace
+from reportfed.metrics import auroc
+from reportfed.protocol import Protocol, simulate
+from reportfed.train import masked_bce, predict_proba
+
+from .synthetic import synthetic
+
+FAST = FederationConfig(rounds=6, hidden=(32, 16), batch_size=16, lr=1e-2)
+
+
+def two_nodes() -> tuple[list[Node], np.ndarray, np.ndarray, LabelSpace]:
+    x, y, space = synthetic()
+    a, b = LabelSpace(space[:3]), LabelSpace(space[3:])
+    nodes = [Node("a", x[:250], y[:250, :3], a), Node("b", x[250:500], y[250:500, 3:], b)]
+    return nodes, x[500:], y[500:], space
+
+
+def test_masked_bce_ignores_nan_targets() -> None:
+    logits = torch.tensor([[0.0, 5.0], [1.0, -2.0]])
+    targets = torch.tensor([[1.0, float("nan")], [0.0, float("nan")]])
+    expected = torch.nn.functional.binary_cross_entropy_with_logits(logits[:, 0], targets[:, 0])
+    assert torch.allclose(masked_bce(logits, targets), expected)
+
+
+def test_federation_learns_every_label_and_is_deterministic() -> None:
+    nodes, x_test, y_test, space = two_nodes()
+    first = run_federation(nodes, FAST, progress=False)
+    second = run_federation(nodes, FAST, progress=False)
+    assert first.state.labels == LabelSpace.union([space])
+    for key in first.state.task:
+        assert np.array_equal(first.state.task[key], second.state.task[key])
+    p = predict_proba(global_model(first.state, x_test.shape[1], FAST), torch.from_numpy(x_test))
+    cols = space.indices(first.state.labels)
+    assert auroc(y_test[:, cols], p).min() > 0.8
+    assert len(first.history) == 6 and set(first.history[0]["loss"]) == {"a", "b"}
+
+
+def test_evaluation_hook_and_drop_of_a_poisoned_node() -> None:
+    nodes, _, _, _ = two_nodes()
+    poisoned = Node("poisoned", nodes[0].x.copy(), nodes[0].y, nodes[0].labels)
+    poisoned.x[0, 0] = np.nan  # its training diverges into NaN weights
+    config = FederationConfig(rounds=2, hidden=(8,), on_invalid="drop")
+    result = run_federation(
+        [*nodes, poisoned],
+        config,
+        progress=False,
+        evaluate=lambda r, state: {"n_labels": len(state.labels)},
+    )
+    assert (
+        result.history[0]["rejected"] == {"poisoned": "task['weight'] contains NaN or Inf"}
+        or "poisoned" in result.history[0]["rejected"]
+    )
+    assert result.history[-1]["n_labels"] == 6
+
+
+def test_protocol_central_and_federated_on_synthetic_data() -> None:
+    x, y, space = synthetic(n=1500)
+    config = FederationConfig(rounds=8, hidden=(32, 16), lr=3e-3)
+    central = simulate(x, y, space, Protocol(n_nodes=1, federation=config), seed=1)
+    fed = simulate(x, y, space, Protocol(n_nodes=3, federation=config), seed=1)
+    assert [len(s) for s in fed.node_labels] == [2, 2, 2]
+    for result in (central, fed):
+        assert set(result.metrics) == {
+            "paper_accuracy",
+            "auroc",
+            "prevalence_accuracy",
+            "leakfree_accuracy",
+            "leakfree_f1",
+        }
+        assert result.metrics["auroc"] > 0.75
+    assert (
+        simulate(x, y, space, Protocol(n_nodes=3, federation=config), seed=1).metrics == fed.metrics
+    )

@@ -1,0 +1,89 @@
+import numpy as np
+import pytest
+
+from reportfed.errors import ModelFileError, ReportfedError
+from reportfed.federation.engine import FederationConfig
+from reportfed.labeler import ReportLabeler
+
+CONFIG = FederationConfig(rounds=8, hidden=(64, 32), lr=3e-3)
+
+
+@pytest.fixture(scope="module")
+def fitted(iu_embedded, embeddings_cache):  # type: ignore[no-untyped-def]
+    table, _ = iu_embedded
+    sub = table.subset(np.arange(1200))
+    y = sub.labels.copy()
+    nodes = np.array(["a"] * 600 + ["b"] * 600)
+    space = sub.label_space
+    a_cols = space.indices(["Cardiomegaly", "Pleural Effusion", "Atelectasis"])
+    b_cols = space.indices(["Lung Opacity", "Support Devices"])
+    keep = np.zeros_like(y, dtype=bool)
+    keep[np.ix_(nodes == "a", a_cols)] = True
+    keep[np.ix_(nodes == "b", b_cols)] = True
+    y[~keep] = np.nan
+    labeler = ReportLabeler(config=CONFIG, cache_dir=embeddings_cache, progress=False)
+    return labeler.fit(sub.texts, y, list(space), nodes=list(nodes)), table
+
+
+def test_fit_predicts_the_union_of_node_labels(fitted) -> None:  # type: ignore[no-untyped-def]
+    labeler, table = fitted
+    assert list(labeler.classes_) == [
+        "Cardiomegaly",
+        "Lung Opacity",
+        "Atelectasis",
+        "Pleural Effusion",
+        "Support Devices",
+    ]
+    test = table.subset(np.arange(1200, 1800))
+    p = labeler.predict_proba(test.texts)
+    assert p.shape == (600, 5) and ((p >= 0) & (p <= 1)).all()
+    pred = labeler.predict(test.texts)
+    assert set(np.unique(pred)) <= {0.0, 1.0}
+    from reportfed.metrics import auroc
+
+    y = test.labels[:, test.label_space.indices(list(labeler.classes_))]
+    assert np.nanmin(auroc(y, p)) > 0.75
+    assert labeler.provenance_["nodes"]["a"]["labels"] == [
+        "Cardiomegaly",
+        "Atelectasis",
+        "Pleural Effusion",
+    ]
+
+
+def test_save_load_round_trip_is_exact(fitted, tmp_path, embeddings_cache) -> None:  # type: ignore[no-untyped-def]
+    labeler, table = fitted
+    path = labeler.save(tmp_path / "m.safetensors")
+    loaded = ReportLabeler.load(path, cache_dir=embeddings_cache, progress=False)
+    texts = table.texts[:50]
+    assert np.array_equal(loaded.predict_proba(texts), labeler.predict_proba(texts))
+    assert np.array_equal(loaded.thresholds_, labeler.thresholds_)
+    assert loaded.config == labeler.config and list(loaded.classes_) == list(labeler.classes_)
+
+
+def test_truncated_or_corrupted_model_files_are_rejected(fitted, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    labeler, _ = fitted
+    raw = labeler.save(tmp_path / "m.safetensors").read_bytes()
+    (tmp_path / "t.safetensors").write_bytes(raw[: len(raw) // 2])
+    with pytest.raises(ModelFileError, match="not a readable reportfed model file"):
+        ReportLabeler.load(tmp_path / "t.safetensors")
+    flipped = bytearray(raw)
+    flipped[-10] ^= 0xFF
+    (tmp_path / "c.safetensors").write_bytes(bytes(flipped))
+    with pytest.raises(ModelFileError, match="checksum"):
+        ReportLabeler.load(tmp_path / "c.safetensors")
+    with pytest.raises(ModelFileError, match="no such model file"):
+        ReportLabeler.load(tmp_path / "missing.safetensors")
+
+
+def test_another_embedder_is_an_error(fitted, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    labeler, _ = fitted
+    path = labeler.save(tmp_path / "m.safetensors")
+    with pytest.raises(ModelFileError, match="trained with embedder st:all-MiniLM-L6-v2"):
+        ReportLabeler.load(path, embedder="hf:minilm")
+
+
+def test_unfitted_and_empty_inputs() -> None:
+    with pytest.raises(ReportfedError, match="not fitted"):
+        ReportLabeler().predict_proba(["x"])
+    with pytest.raises(ReportfedError, match="empty or non-string"):
+        ReportLabeler().embed(["fine", "  "])

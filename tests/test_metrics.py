@@ -1,0 +1,38 @@
+import numpy as np
+import pytest
+
+from reportfed.metrics import (
+    accuracy_at,
+    auroc,
+    evaluate,
+    f1_at,
+    prevalence_accuracy,
+    youden_thresholds,
+)
+
+
+def test_youden_threshold_and_paper_accuracy_on_a_known_case() -> None:
+    y = np.array([[0], [0], [0], [1], [1]], dtype=float)
+    p = np.array([[0.1], [0.2], [0.7], [0.6], [0.9]])
+    thr = youden_thresholds(y, p)
+    assert thr[0] == pytest.approx(0.6)  # J = 1 - 1/3 at 0.6 beats 0.9 (J = 0.5)
+    assert accuracy_at(y, p, thr)[0] == pytest.approx(4 / 5)
+    assert auroc(y, p)[0] == pytest.approx(5 / 6)
+    assert f1_at(y, p, thr)[0] == pytest.approx(2 * 2 / (3 + 2))
+
+
+def test_nan_entries_are_masked_and_one_class_labels_are_left_out() -> None:
+    y = np.array([[1, 0, np.nan], [0, 0, 1], [np.nan, 0, 0], [1, 0, 1]], dtype=float)
+    p = np.array([[0.9, 0.1, 0.5], [0.2, 0.3, 0.8], [0.99, 0.4, 0.1], [0.7, 0.2, 0.6]])
+    a = auroc(y, p)
+    assert a[0] == 1.0 and np.isnan(a[1]) and a[2] == 1.0
+    assert prevalence_accuracy(y)[0] == pytest.approx(2 / 3)
+    out = evaluate(y, p, thresholds=np.array([0.5, 0.5, 0.5]))
+    assert out["auroc"] == 1.0 and out["paper_accuracy"] == 1.0
+    assert out["prevalence_accuracy"] == pytest.approx((2 / 3 + 2 / 3) / 2)
+    assert out["leakfree_accuracy"] == 1.0 and out["leakfree_f1"] == 1.0
+
+
+def test_shape_mismatch_is_an_error() -> None:
+    with pytest.raises(ValueError, match="differ in shape"):
+        auroc(np.zeros((3, 2)), np.zeros((3, 1)))
