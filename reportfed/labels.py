@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import overload
 
 import numpy as np
 
@@ -172,8 +173,14 @@ class LabelSpace:
         except LabelError:
             return False
 
-    def __getitem__(self, i: int | np.integer) -> str:
-        return self.names[int(i)]
+    @overload
+    def __getitem__(self, i: int | np.integer) -> str: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> tuple[str, ...]: ...
+
+    def __getitem__(self, i: int | np.integer | slice) -> str | tuple[str, ...]:
+        return self.names[i] if isinstance(i, slice) else self.names[int(i)]
 
     def __len__(self) -> int:
         return len(self.names)

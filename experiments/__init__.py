@@ -1,0 +1,1 @@
+"""Experiment runners: ``python -m experiments <name> [--repeats N] [--quick]``."""
