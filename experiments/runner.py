@@ -48,27 +48,41 @@ def iu_data(embedder: str = "minilm") -> tuple[np.ndarray, np.ndarray, LabelSpac
     return x, table.labels, table.label_space, emb.fingerprint
 
 
-def run(name: str, settings: Sequence[Setting], repeats: int, *, out_dir: Path = RESULTS) -> pd.DataFrame:
+def run(
+    name: str, settings: Sequence[Setting], repeats: int, *, out_dir: Path = RESULTS
+) -> pd.DataFrame:
     """Run every setting for seeds ``0..repeats-1`` (skipping runs already stored); return all runs."""
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"{name}.csv"
     done = pd.read_csv(path) if path.exists() else pd.DataFrame(columns=["setting", "seed"])
     finished = set(zip(done["setting"], done["seed"].astype(int), strict=True))
-    todo = [(s, seed) for s in settings for seed in range(repeats) if (s.name, seed) not in finished]
+    todo = [
+        (s, seed) for s in settings for seed in range(repeats) if (s.name, seed) not in finished
+    ]
     rows = done.to_dict("records")
     if todo:
         x, y, labels, fingerprint = iu_data()
         for setting, seed in tqdm(todo, desc=name, unit="run"):
             result = simulate(x, y, labels, setting.protocol, seed, fingerprint=fingerprint)
-            rows.append({"setting": setting.name, "x": setting.x, "seed": seed, **result.metrics,
-                         "nodes": setting.protocol.n_nodes, "shared": setting.protocol.n_shared,
-                         "embedder": fingerprint})
+            rows.append(
+                {
+                    "setting": setting.name,
+                    "x": setting.x,
+                    "seed": seed,
+                    **result.metrics,
+                    "nodes": setting.protocol.n_nodes,
+                    "shared": setting.protocol.n_shared,
+                    "embedder": fingerprint,
+                }
+            )
             frame = pd.DataFrame(rows)
             atomic_write(path, lambda tmp, f=frame: f.to_csv(tmp, index=False))
     return pd.DataFrame(rows)
 
 
-def _bootstrap_ci(values: np.ndarray, rng: np.random.Generator, n: int = 2000) -> tuple[float, float]:
+def _bootstrap_ci(
+    values: np.ndarray, rng: np.random.Generator, n: int = 2000
+) -> tuple[float, float]:
     means = rng.choice(values, size=(n, len(values)), replace=True).mean(axis=1)
     return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
 
@@ -88,23 +102,35 @@ def summarize(runs: pd.DataFrame, settings: Sequence[Setting], reference: str) -
             row[f"{m}_ci"] = f"[{lo:.4f}, {hi:.4f}]"
             common = sub.index.intersection(ref.index)
             if s.name != reference and len(common) > 1:
-                row[f"{m}_p_vs_{reference}"] = float(stats.ttest_rel(sub.loc[common, m], ref.loc[common, m]).pvalue)
+                row[f"{m}_p_vs_{reference}"] = float(
+                    stats.ttest_rel(sub.loc[common, m], ref.loc[common, m]).pvalue
+                )
         rows.append(row)
     return pd.DataFrame(rows)
 
 
 def markdown(summary: pd.DataFrame, title: str, reference: str, notes: str = "") -> str:
     """A Markdown table: mean ± SD (%) of the main metrics, p-values vs the reference."""
-    lines = [f"# {title}", "", notes, "",
-             "| setting | n | paper acc. | leak-free acc. | macro AUROC | leak-free F1 | prevalence acc. | p (paper acc., paired t vs "
-             f"{reference}) |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    lines = [
+        f"# {title}",
+        "",
+        notes,
+        "",
+        "| setting | n | paper acc. | leak-free acc. | macro AUROC | leak-free F1 | prevalence acc. | p (paper acc., paired t vs "
+        f"{reference}) |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
     for _, r in summary.iterrows():
+
         def ms(m: str, r=r) -> str:
             return f"{100 * r[f'{m}_mean']:.2f} ± {100 * r[f'{m}_sd']:.2f}"
+
         p = r.get(f"paper_accuracy_p_vs_{reference}")
         p_text = "—" if p is None or pd.isna(p) else f"{p:.2g}"
-        lines.append(f"| {r['setting']} | {r['repeats']} | {ms('paper_accuracy')} | {ms('leakfree_accuracy')} | "
-                     f"{ms('auroc')} | {ms('leakfree_f1')} | {ms('prevalence_accuracy')} | {p_text} |")
+        lines.append(
+            f"| {r['setting']} | {r['repeats']} | {ms('paper_accuracy')} | {ms('leakfree_accuracy')} | "
+            f"{ms('auroc')} | {ms('leakfree_f1')} | {ms('prevalence_accuracy')} | {p_text} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -116,8 +142,11 @@ def plot(summary: pd.DataFrame, path: Path, xlabel: str, central: pd.Series | No
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6.5, 4))
-    for m, label in (("paper_accuracy", "paper accuracy (test-set Youden)"),
-                     ("leakfree_accuracy", "leak-free accuracy"), ("auroc", "macro AUROC")):
+    for m, label in (
+        ("paper_accuracy", "paper accuracy (test-set Youden)"),
+        ("leakfree_accuracy", "leak-free accuracy"),
+        ("auroc", "macro AUROC"),
+    ):
         mean, sd = 100 * summary[f"{m}_mean"], 100 * summary[f"{m}_sd"]
         line = ax.plot(summary["x"], mean, marker="o", label=label)[0]
         ax.fill_between(summary["x"], mean - sd, mean + sd, alpha=0.15, color=line.get_color())
