@@ -11,7 +11,6 @@ import json
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -135,53 +134,33 @@ def cmd_train(args: argparse.Namespace) -> None:
 
 def _train_iu(labeler, args: argparse.Namespace) -> dict:
     from reportfed.data.iu import load_iu
-    from reportfed.metrics import evaluate
-    from reportfed.protocol import Protocol, node_view_labels, partition
+    from reportfed.protocol import Protocol, simulate
 
     labels = CHEXPERT_14 if args.with_no_finding else CHEXPERT_13
     table = load_iu(args.archive).select_labels(list(labels))
-    keep = ~np.isnan(table.labels).any(axis=1)
-    table = table.subset(np.flatnonzero(keep))
-    space = table.label_space
+    table = table.subset(np.flatnonzero(~np.isnan(table.labels).any(axis=1)))
     protocol = Protocol(
         n_nodes=args.nodes,
         n_shared=args.shared,
         val_fraction=args.val_fraction,
         federation=labeler.config,
     )
-    train, test, site, spaces = partition(
-        len(table), space, protocol, np.random.default_rng(args.seed)
-    )
-    for k, s in enumerate(spaces):
-        _say(f"node{k}: {int((site == k).sum())} reports, labels {list(s)}")
     x = labeler.embed(table.texts)
-    if args.nodes == 1:
-        labeler.config = replace(
-            labeler.config, rounds=1, local_epochs=args.rounds * args.local_epochs
-        )
-    labeler.fit_embeddings(
-        x[train],
-        node_view_labels(table.labels[train], space, site, spaces),
-        space,
-        nodes=[f"node{k}" for k in site],
+    result = simulate(
+        x, table.labels, table.label_space, protocol, args.seed, labeler=labeler, fingerprint=None
     )
-    cols = space.indices(labeler.state_.labels)
-    metrics = evaluate(
-        table.labels[np.ix_(test, cols)],
-        labeler.predict_proba_embeddings(x[test]),
-        thresholds=labeler.thresholds_,
-    )
-    _say("test metrics: " + ", ".join(f"{k} {v:.4f}" for k, v in metrics.items()))
+    for name, info in labeler.provenance_["nodes"].items():
+        _say(f"{name}: {info['rows']} training reports, labels {info['labels']}")
+    _say("test metrics: " + ", ".join(f"{k} {v:.4f}" for k, v in result.metrics.items()))
     return {
         "protocol": {
             "nodes": args.nodes,
             "shared": args.shared,
             "seed": args.seed,
-            "train_rows": len(train),
-            "test_rows": len(test),
+            "reports": len(table),
         },
-        "test_metrics": metrics,
-        "node_labels": [list(s) for s in spaces],
+        "test_metrics": result.metrics,
+        "node_labels": [list(s) for s in result.node_labels],
     }
 
 

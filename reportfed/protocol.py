@@ -75,16 +75,22 @@ def simulate(
     protocol: Protocol,
     seed: int,
     *,
-    fingerprint: str = "precomputed",
+    labeler: ReportLabeler | None = None,
+    fingerprint: str | None = "precomputed",
     progress: bool = False,
 ) -> SimulationResult:
-    """Run one repeat of ``protocol`` with ``seed`` on embeddings ``x`` and full labels ``y``."""
+    """Run one repeat of ``protocol`` with ``seed`` on embeddings ``x`` and full labels ``y``.
+
+    ``labeler`` (default: a new one) is trained with the protocol's federation config and seed;
+    ``fingerprint`` names the embedder of ``x`` (``None``: the labeler's own embedder).
+    """
     rng = np.random.default_rng(seed)
     train, test, site, spaces = partition(len(x), labels, protocol, rng)
     config = replace(protocol.federation, seed=seed)
     if protocol.n_nodes == 1:
         config = replace(config, rounds=1, local_epochs=config.rounds * config.local_epochs)
-    labeler = ReportLabeler(config=config, val_fraction=protocol.val_fraction, progress=progress)
+    labeler = labeler or ReportLabeler(progress=progress)
+    labeler.config, labeler.val_fraction = config, protocol.val_fraction
     labeler.fit_embeddings(
         x[train],
         node_view_labels(y[train], labels, site, spaces),
