@@ -21,6 +21,9 @@ def atomic_write(path: str | Path, data: bytes | Callable[[Path], None]) -> Path
         else:
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; give the file ordinary permissions
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
