@@ -42,7 +42,7 @@ class Setting:
 def iu_data(embedder: str = "minilm") -> tuple[np.ndarray, np.ndarray, LabelSpace, str]:
     """IU reports with all 13 findings annotated: embeddings, labels, label space, fingerprint."""
     table = load_iu().select_labels(list(CHEXPERT_13))
-    table = table.subset(np.flatnonzero(~np.isnan(table.labels).any(axis=1)))
+    table = table.fully_annotated()
     emb = make_embedder(embedder)
     x = embed_texts(table.texts, emb, cache_dir=embeddings_cache_dir())
     return x, table.labels, table.label_space, emb.fingerprint

@@ -18,7 +18,7 @@ import pandas as pd
 
 from reportfed.errors import ReportfedError
 from reportfed.io import atomic_write
-from reportfed.labels import CHEXPERT_13, CHEXPERT_14, LabelSpace
+from reportfed.labels import CHEXPERT_13, CHEXPERT_14
 
 
 def _say(msg: str) -> None:
@@ -138,7 +138,7 @@ def _train_iu(labeler, args: argparse.Namespace) -> dict:
 
     labels = CHEXPERT_14 if args.with_no_finding else CHEXPERT_13
     table = load_iu(args.archive).select_labels(list(labels))
-    table = table.subset(np.flatnonzero(~np.isnan(table.labels).any(axis=1)))
+    table = table.fully_annotated()
     protocol = Protocol(
         n_nodes=args.nodes,
         n_shared=args.shared,
@@ -180,19 +180,16 @@ def cmd_label(args: argparse.Namespace) -> None:
     )
     start = time.perf_counter()
     proba = labeler.predict_proba(table.texts)
-    pred = proba >= labeler.thresholds_
-    names = list(labeler.classes_)
-    ordered = [n for n in CHEXPERT_14 if n in names] + [n for n in names if n not in CHEXPERT_14]
-    cols = LabelSpace(tuple(names)).indices(ordered)
-    out = pd.DataFrame({"Reports": table.texts})
-    for name, c in zip(ordered, cols, strict=True):
-        out[name] = pred[:, c].astype(float)
-    _write_table(out, Path(args.out))
+    names = list(
+        labeler.classes_
+    )  # union order: CheXpert labels first, in the labeler's column order
+
+    def frame(values: np.ndarray) -> pd.DataFrame:
+        return pd.DataFrame({"Reports": table.texts, **dict(zip(names, values.T, strict=True))})
+
+    _write_table(frame((proba >= labeler.thresholds_).astype(float)), Path(args.out))
     if args.probabilities:
-        probs = pd.DataFrame({"Reports": table.texts})
-        for name, c in zip(ordered, cols, strict=True):
-            probs[name] = proba[:, c]
-        _write_table(probs, Path(args.probabilities))
+        _write_table(frame(proba), Path(args.probabilities))
     _say(f"labelled {len(table)} reports in {time.perf_counter() - start:.2f} s -> {args.out}")
 
 

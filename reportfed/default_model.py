@@ -42,9 +42,7 @@ def load_default_model(
     )
     from reportfed.data.iu import load_iu
 
-    table = load_iu()
-    keep = np.flatnonzero(~np.isnan(table.labels).any(axis=1))
-    table = table.subset(keep)
+    table = load_iu().fully_annotated()
     sites = [f"site{i % SITES}" for i in np.random.default_rng(0).permutation(len(table))]
     labeler = ReportLabeler(cache_dir=cache_dir).fit(
         table.texts, table.labels, list(CHEXPERT_14), nodes=sites

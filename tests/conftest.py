@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -55,6 +54,6 @@ def iu_embedded(minilm, embeddings_cache):  # type: ignore[no-untyped-def]
     if not path.exists():
         pytest.skip("IU archive not present")
     table = load_iu(path).select_labels(list(CHEXPERT_13))
-    table = table.subset(np.flatnonzero(~np.isnan(table.labels).any(axis=1)))
+    table = table.fully_annotated()
     x = embed_texts(table.texts, minilm, cache_dir=embeddings_cache, progress=False)
     return table, x

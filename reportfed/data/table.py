@@ -57,6 +57,10 @@ class ReportTable:
             source=self.source,
         )
 
+    def fully_annotated(self) -> ReportTable:
+        """The rows with every label annotated (no NaN)."""
+        return self.subset(np.flatnonzero(~np.isnan(self.labels).any(axis=1)))
+
     def select_labels(self, names: list[str] | LabelSpace) -> ReportTable:
         """The same rows restricted to the label columns ``names`` (in that order)."""
         space = names if isinstance(names, LabelSpace) else LabelSpace.of(names, allow_unknown=True)
