@@ -154,27 +154,70 @@ class ReportLabeler:
             val_y.append(masked)
         config = self.config
         result = run_federation(fed_nodes, config, progress=self.progress)
-        self.state_ = result.state
-        self.input_dim_ = int(x.shape[1])
-        self.classes_ = np.array(result.state.labels.names, dtype=object)
+        self._set_fitted(
+            result.state,
+            fingerprint=fingerprint or self._embedder().fingerprint,
+            input_dim=int(x.shape[1]),
+            thresholds=None,
+            provenance={
+                "config": asdict(config),
+                "nodes": {n.name: {"rows": len(n.x), "labels": list(n.labels)} for n in fed_nodes},
+                "final_loss": result.history[-1]["loss"] if result.history else {},
+            },
+        )
         vrows = np.concatenate(val_rows)
         order = labels.indices(result.state.labels)
-        self.thresholds_ = (
-            youden_thresholds(
+        if len(vrows):
+            self.thresholds_ = youden_thresholds(
                 np.concatenate(val_y)[:, order], self.predict_proba_embeddings(x[vrows])
             )
-            if len(vrows)
-            else np.full(len(self.classes_), 0.5)
-        )
-        self.embedder_fingerprint_ = fingerprint or self._embedder().fingerprint
-        self.provenance_ = {
-            "reportfed": __version__,
-            "config": asdict(config),
-            "nodes": {n.name: {"rows": len(n.x), "labels": list(n.labels)} for n in fed_nodes},
-            "val_rows": len(vrows),
-            "final_loss": result.history[-1]["loss"] if result.history else {},
-        }
+        self.provenance_["val_rows"] = len(vrows)
         return self
+
+    def _set_fitted(
+        self,
+        state: GlobalState,
+        *,
+        fingerprint: str,
+        input_dim: int,
+        thresholds: Sequence[float] | None,
+        provenance: dict[str, Any],
+    ) -> None:
+        self.state_ = state
+        self.classes_ = np.array(state.labels.names, dtype=object)
+        self.thresholds_ = (
+            np.full(len(state.labels), 0.5) if thresholds is None else np.asarray(thresholds)
+        )
+        self.embedder_fingerprint_ = fingerprint
+        self.input_dim_ = input_dim
+        self.provenance_ = {"reportfed": __version__, **provenance}
+
+    @classmethod
+    def from_state(
+        cls,
+        state: GlobalState,
+        *,
+        embedder: str,
+        fingerprint: str,
+        input_dim: int,
+        config: FederationConfig,
+        thresholds: Sequence[float] | None = None,
+        base_url: str | None = None,
+        provenance: dict[str, Any] | None = None,
+    ) -> ReportLabeler:
+        """A fitted labeler around a global state trained elsewhere (e.g. by a Flower server).
+
+        ``thresholds`` default to 0.5; ``fingerprint`` names the embedder the nodes used.
+        """
+        labeler = cls(embedder, base_url=base_url, config=config, progress=False)
+        labeler._set_fitted(
+            state,
+            fingerprint=fingerprint,
+            input_dim=input_dim,
+            thresholds=thresholds,
+            provenance=provenance or {},
+        )
+        return labeler
 
     # -- prediction --------------------------------------------------------------------------
     def _check_fitted(self) -> None:
@@ -268,16 +311,17 @@ class ReportLabeler:
                 f"{path}: trained with embedder {emb['fingerprint']}, "
                 f"but {embedder!r} is {labeler._embedder().fingerprint}"
             )
-        labeler.state_ = GlobalState(
-            labels=LabelSpace(tuple(meta["labels"])),
-            shared={k[len("shared.") :]: v for k, v in tensors.items() if k.startswith("shared.")},
-            task={k[len("task.") :]: v for k, v in tensors.items() if k.startswith("task.")},
+        labeler._set_fitted(
+            GlobalState(
+                labels=LabelSpace(tuple(meta["labels"])),
+                shared={k.removeprefix("shared."): v for k, v in tensors.items() if k.startswith("shared.")},
+                task={k.removeprefix("task."): v for k, v in tensors.items() if k.startswith("task.")},
+            ),
+            fingerprint=emb["fingerprint"],
+            input_dim=int(emb["dim"]),
+            thresholds=meta["thresholds"],
+            provenance=meta["provenance"],
         )
-        labeler.classes_ = np.array(meta["labels"], dtype=object)
-        labeler.thresholds_ = np.array(meta["thresholds"])
-        labeler.embedder_fingerprint_ = emb["fingerprint"]
-        labeler.input_dim_ = int(emb["dim"])
-        labeler.provenance_ = meta["provenance"]
         return labeler
 
 

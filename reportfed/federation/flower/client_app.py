@@ -1,0 +1,164 @@
+"""The ``ClientApp``: one hospital's side of a Flower federation.
+
+Node config (``flower-supernode --node-config`` or ``reportfed federation node``):
+
+* ``data`` (required) — the node's reports table with label columns (CSV or Parquet);
+* ``name`` — the node's name in logs and the model file (default ``node-<id>``);
+* ``embedder``, ``base-url`` — embedder spec (default: the run's ``embedder``);
+* ``cache-dir`` — the node's embedding cache (default ``$REPORTFED_EMBEDDINGS_CACHE``);
+* ``val-fraction`` (0.1) — rows held out for evaluation and thresholds;
+* ``uncertain`` (``zeros``) — what ``-1`` labels become;
+* ``lr`` — a node-specific learning rate.
+
+Messages: ``query`` (name, labels, fingerprint, dimension, rows), ``train`` (the shared block and
+the rows of the node's labels in, the trained arrays out), ``evaluate`` (per-label AUROC and
+Youden threshold on the held-out rows). Only weights and metrics leave the node.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import torch
+from flwr.app import ConfigRecord, Context, Message, MetricRecord, RecordDict
+from flwr.clientapp import ClientApp
+from flwr.clientapp.mod import fixedclipping_mod
+from flwr.app.message_type import MessageType
+from flwr.supercore.differential_privacy import KEY_CLIPPING_NORM
+
+from reportfed.aggregation import GlobalState
+from reportfed.errors import ReportfedError
+from reportfed.federation.engine import FederationConfig, initial_state, local_round
+from reportfed.federation.flower.site import Site, load_site
+from reportfed.federation.flower.wire import (
+    ARRAYS,
+    META,
+    METRICS,
+    federation_config,
+    from_record,
+    to_record,
+)
+from reportfed.labels import LabelSpace
+from reportfed.metrics import auroc, youden_thresholds
+from reportfed.model import ReportMLP, load_arrays
+from reportfed.paths import embeddings_cache_dir
+from reportfed.train import predict_proba
+
+def _site(context: Context) -> Site:
+    node, run = context.node_config, context.run_config
+    if "data" not in node:
+        raise ReportfedError("node config has no 'data' (the path of this node's reports table)")
+    return load_site(
+        str(node["data"]),
+        name=str(node.get("name") or f"node-{context.node_id}"),
+        embedder=str(node.get("embedder") or run.get("embedder", "minilm")),
+        base_url=str(node["base-url"]) if node.get("base-url") else None,
+        cache_dir=str(node.get("cache-dir") or embeddings_cache_dir()),
+        val_fraction=float(node.get("val-fraction", 0.1)),  # type: ignore[arg-type]
+        seed=int(run.get("seed", 0)),  # type: ignore[arg-type]
+        uncertain=str(node.get("uncertain", "zeros")),  # type: ignore[arg-type]
+    )
+
+
+def _reply(msg: Message, records: dict[str, Any]) -> Message:
+    return Message(RecordDict(records), reply_to=msg)
+
+
+def _received(msg: Message) -> tuple[GlobalState, ConfigRecord]:
+    meta = msg.content[META]
+    labels = LabelSpace.of([str(x) for x in meta["labels"]], allow_unknown=True)  # type: ignore[union-attr]
+    shared, task = from_record(msg.content[ARRAYS])
+    return GlobalState(labels, shared, task), meta
+
+
+def _with_own_labels(
+    state: GlobalState, labels: LabelSpace, dim: int, config: FederationConfig
+) -> GlobalState:
+    """``state`` plus freshly initialised rows for the node's labels the server does not know yet
+    (a label the node brings into the federation)."""
+    new = [name for name in labels if name not in state.labels]
+    if not new:
+        return state
+    fresh = initial_state(dim, LabelSpace(tuple(new)), config)
+    task = {k: np.concatenate([v, fresh.task[k]]) for k, v in state.task.items()}
+    return GlobalState(LabelSpace(state.labels.names + tuple(new)), state.shared, task)
+
+
+def optional_clipping(msg: Message, context: Context, call_next: Any) -> Message:
+    """Flower's client-side DP clipping, applied only when the server asked for it."""
+    meta = msg.content.config_records.get(META)
+    if msg.metadata.message_type == MessageType.TRAIN and meta and KEY_CLIPPING_NORM in meta:
+        return fixedclipping_mod(msg, context, call_next)
+    return call_next(msg, context)  # type: ignore[no-any-return]
+
+
+app = ClientApp(mods=[optional_clipping])
+
+
+@app.query()
+def query(msg: Message, context: Context) -> Message:
+    """Describe this node: name, labels, embedder fingerprint, input dimension, rows."""
+    site = _site(context)
+    meta = ConfigRecord(
+        {
+            "name": site.node.name,
+            "labels": list(site.node.labels),
+            "fingerprint": site.fingerprint,
+            "dim": int(site.node.x.shape[1]),
+        }
+    )
+    return _reply(msg, {META: meta, METRICS: MetricRecord({"num-examples": len(site.node.x)})})
+
+
+@app.train()
+def train(msg: Message, context: Context) -> Message:
+    """One round of local training from the received shared block and label rows."""
+    site = _site(context)
+    state, meta = _received(msg)
+    config = federation_config(meta)
+    if "lr" in context.node_config:
+        config = replace(config, lr=float(context.node_config["lr"]))  # type: ignore[arg-type]
+    dim = int(site.node.x.shape[1])
+    state = _with_own_labels(state, site.node.labels, dim, config)
+    update, loss = local_round(
+        site.node,
+        state,
+        config,
+        round_=int(meta["round"]) - 1,  # type: ignore[arg-type]
+        node_index=int(meta["node-index"]),  # type: ignore[arg-type]
+    )
+    return _reply(
+        msg,
+        {
+            ARRAYS: to_record(update.shared, update.task),
+            META: ConfigRecord({"labels": list(site.node.labels)}),
+            METRICS: MetricRecord({"num-examples": update.num_examples, "train-loss": loss}),
+        },
+    )
+
+
+@app.evaluate()
+def evaluate(msg: Message, context: Context) -> Message:
+    """Per-label AUROC and Youden threshold of the received rows on the held-out rows."""
+    site = _site(context)
+    state, meta = _received(msg)
+    config = federation_config(meta)
+    labels = [name for name in state.labels if name in site.node.labels]
+    model = ReportMLP(int(site.node.x.shape[1]), len(state.labels), config.hidden, config.dropout)
+    load_arrays(model, state.shared, state.task)
+    y = site.val_y[:, site.node.labels.indices(labels)]
+    p = predict_proba(model, torch.from_numpy(site.val_x))[:, state.labels.indices(labels)]
+    n = (~np.isnan(y)).sum(axis=0) if len(y) else np.zeros(len(labels), dtype=int)
+    aucs = auroc(y, p) if len(y) else np.full(len(labels), np.nan)
+    thresholds = youden_thresholds(y, p) if len(y) else np.full(len(labels), 0.5)
+    metrics = MetricRecord(
+        {
+            "num-examples": len(site.val_x),
+            "n": [int(v) for v in n],
+            "auroc": [float(v) for v in aucs],
+            "threshold": [float(v) for v in thresholds],
+        }
+    )
+    return _reply(msg, {META: ConfigRecord({"labels": labels}), METRICS: metrics})

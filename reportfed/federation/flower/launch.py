@@ -1,0 +1,184 @@
+"""The Flower processes behind ``reportfed federation server | node | run``, and TLS certificates.
+
+A federation is one SuperLink (the server's endpoint), one SuperNode per hospital, and a run
+submitted with ``flwr run`` against the app in ``app/``. These helpers build the commands so that
+users (and tests) never assemble Flower flags by hand. TLS is the default; ``insecure=True`` only
+when asked.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import ipaddress
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from reportfed.io import atomic_write
+
+APP_DIR = Path(__file__).with_name("app")
+SUPERLINK_NAME = "reportfed"
+
+Value = str | int | float | bool
+
+
+@dataclass(frozen=True)
+class Certificates:
+    """A CA certificate and the server certificate/key it signed (PEM files)."""
+
+    ca: Path
+    cert: Path
+    key: Path
+
+    @classmethod
+    def in_dir(cls, directory: str | Path) -> Certificates:
+        """The files :func:`generate_certificates` writes into ``directory``."""
+        d = Path(directory)
+        certs = cls(d / "ca.crt", d / "server.pem", d / "server.key")
+        missing = [str(p) for p in (certs.ca, certs.cert, certs.key) if not p.is_file()]
+        if missing:
+            raise FileNotFoundError(f"missing certificate file(s): {', '.join(missing)}")
+        return certs
+
+
+def toml_pairs(values: Mapping[str, Value]) -> str:
+    """``key=value`` pairs in TOML syntax, as ``--node-config`` and ``--run-config`` take them."""
+    parts = []
+    for key, value in values.items():
+        if isinstance(value, bool):
+            text = "true" if value else "false"
+        elif isinstance(value, int | float):
+            text = repr(value)
+        else:
+            text = json.dumps(str(value))  # a TOML basic string
+        parts.append(f"{key}={text}")
+    return " ".join(parts)
+
+
+def _tls_flags(insecure: bool, flag: str, path: Path | None) -> list[str]:
+    if insecure:
+        return ["--insecure"]
+    if path is None:
+        raise ValueError("TLS needs certificates: give them, or ask for an insecure connection")
+    return [flag, str(path)]
+
+
+def superlink_command(
+    *,
+    host: str = "127.0.0.1",
+    port: int = 9092,
+    certificates: Certificates | None = None,
+    insecure: bool = False,
+    database: Path | None = None,
+) -> list[str]:
+    """``flower-superlink``: the server endpoint nodes and runs connect to."""
+    cmd = ["flower-superlink", "--disable-runtime-dependency-installation"]
+    cmd += ["--host", host, "--port", str(port)]
+    if insecure:
+        cmd.append("--insecure")
+    elif certificates is None:
+        raise ValueError("TLS needs certificates: give them, or ask for an insecure connection")
+    else:
+        cmd += ["--ssl-ca-certfile", str(certificates.ca)]
+        cmd += ["--ssl-certfile", str(certificates.cert), "--ssl-keyfile", str(certificates.key)]
+    if database is not None:
+        cmd += ["--database", str(database)]
+    return cmd
+
+
+def supernode_command(
+    *,
+    superlink: str,
+    node_config: Mapping[str, Value],
+    port: int = 9094,
+    root_certificates: Path | None = None,
+    insecure: bool = False,
+) -> list[str]:
+    """``flower-supernode``: one hospital's process; ``node_config`` holds ``data`` etc."""
+    cmd = ["flower-supernode", "--superlink", superlink, "--port", str(port)]
+    cmd += _tls_flags(insecure, "--root-certificates", root_certificates)
+    return [*cmd, "--node-config", toml_pairs(node_config)]
+
+
+def write_flwr_config(
+    home: Path, superlink: str, *, root_certificates: Path | None = None, insecure: bool = False
+) -> Path:
+    """Write ``$FLWR_HOME/config.toml`` naming the SuperLink ``flwr run`` submits to."""
+    lines = ["[superlink]", f'default = "{SUPERLINK_NAME}"', "", f"[superlink.{SUPERLINK_NAME}]"]
+    lines.append(f"address = {json.dumps(superlink)}")
+    if insecure:
+        lines.append("insecure = true")
+    elif root_certificates is None:
+        raise ValueError("TLS needs certificates: give them, or ask for an insecure connection")
+    else:
+        lines.append(f"root-certificates = {json.dumps(str(Path(root_certificates).resolve()))}")
+    home.mkdir(parents=True, exist_ok=True)
+    return atomic_write(home / "config.toml", ("\n".join(lines) + "\n").encode())
+
+
+def run_command(run_config: Mapping[str, Value], *, app_dir: Path = APP_DIR) -> list[str]:
+    """``flwr run`` of the reportfed app with run-config overrides, logs streamed."""
+    cmd = ["flwr", "run", str(app_dir), SUPERLINK_NAME, "--stream"]
+    return [*cmd, "--run-config", toml_pairs(run_config)] if run_config else cmd
+
+
+def generate_certificates(
+    out_dir: str | Path, hosts: Sequence[str] = ("127.0.0.1", "localhost"), days: int = 365
+) -> Certificates:
+    """A self-signed CA and a server certificate for ``hosts`` (for trials and tests; hospitals
+    use their own PKI)."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    now = dt.datetime.now(dt.timezone.utc)
+
+    def name(cn: str) -> x509.Name:
+        return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
+
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca = (
+        x509.CertificateBuilder()
+        .subject_name(name("reportfed CA"))
+        .issuer_name(name("reportfed CA"))
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(now + dt.timedelta(days=days))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(ca_key, hashes.SHA256())
+    )
+    key = ec.generate_private_key(ec.SECP256R1())
+    alt: list[x509.GeneralName] = []
+    for host in hosts:
+        try:
+            alt.append(x509.IPAddress(ipaddress.ip_address(host)))
+        except ValueError:
+            alt.append(x509.DNSName(host))
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name(hosts[0]))
+        .issuer_name(ca.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(now + dt.timedelta(days=days))
+        .add_extension(x509.SubjectAlternativeName(alt), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    pem = serialization.Encoding.PEM
+    certs = Certificates(out / "ca.crt", out / "server.pem", out / "server.key")
+    atomic_write(certs.ca, ca.public_bytes(pem))
+    atomic_write(certs.cert, cert.public_bytes(pem))
+    atomic_write(
+        certs.key,
+        key.private_bytes(
+            pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        ),
+    )
+    certs.key.chmod(0o600)
+    return certs

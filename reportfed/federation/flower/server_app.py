@@ -1,0 +1,155 @@
+"""The ``ServerApp``: runs :class:`SurgicalAggregation` and writes the global model.
+
+Run config (``app/pyproject.toml``, overridable with ``flwr run --run-config``):
+``rounds``, ``local-epochs``, ``lr``, ``batch-size``, ``hidden`` ("512,256"), ``dropout``,
+``seed``, ``weighting``, ``embedder``, ``fingerprint`` (required embedder fingerprint, "" = the
+nodes' most common), ``min-nodes``, ``evaluate-every``, ``round-timeout`` (s), ``out`` (directory
+of ``global.safetensors`` and ``history.json``), ``resume``, ``dp-noise`` / ``dp-clip``
+(client-side clipping + central Gaussian noise through Flower's DP wrapper; off when 0).
+
+After every round the global model is written atomically to ``out/global.safetensors`` (a
+:class:`~reportfed.labeler.ReportLabeler` file: ``reportfed label --model`` reads it) and the round
+log to ``out/history.json``. With ``resume = true`` a restarted server continues after the last
+saved round.
+"""
+
+from __future__ import annotations
+
+import json
+from logging import INFO, WARNING
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from flwr.app import ArrayRecord, Context, MetricRecord
+from flwr.serverapp import Grid, ServerApp
+from flwr.serverapp.strategy import DifferentialPrivacyClientSideFixedClipping, Strategy
+from flwr.supercore import log
+
+from reportfed.aggregation import Arrays, GlobalState
+from reportfed.federation.engine import FederationConfig, initial_state
+from reportfed.federation.flower.strategy import SurgicalAggregation
+from reportfed.federation.flower.wire import config_record
+from reportfed.io import atomic_write
+from reportfed.labeler import ReportLabeler
+from reportfed.labels import LabelSpace
+
+MODEL_FILE = "global.safetensors"
+HISTORY_FILE = "history.json"
+
+
+def run_config(context: Context) -> tuple[FederationConfig, dict[str, Any]]:
+    """The federation hyperparameters and the other run settings from the run config."""
+    rc = dict(context.run_config)
+    config = FederationConfig(
+        rounds=int(rc["rounds"]),
+        local_epochs=int(rc["local-epochs"]),
+        lr=float(rc["lr"]),
+        batch_size=int(rc["batch-size"]),
+        hidden=tuple(int(h) for h in str(rc["hidden"]).split(",") if h),
+        dropout=float(rc["dropout"]),
+        weighting=str(rc["weighting"]),  # type: ignore[arg-type]
+        seed=int(rc["seed"]),
+    )
+    return config, rc
+
+
+def _save(
+    out: Path,
+    strategy: SurgicalAggregation,
+    state: GlobalState,
+    round_: int,
+    config: FederationConfig,
+    embedder: str,
+) -> None:
+    labeler = ReportLabeler.from_state(
+        state,
+        embedder=embedder,
+        fingerprint=str(strategy.fingerprint),
+        input_dim=int(strategy.dim or 0),
+        config=config,
+        thresholds=[strategy.thresholds.get(name, 0.5) for name in state.labels],
+        provenance={
+            "config": asdict(config),
+            "federation": {
+                "engine": "flower",
+                "round": round_,
+                "nodes": {m.name: list(m.labels) for m in strategy.members.values()},
+                "excluded": {str(k): v for k, v in strategy.excluded.items()},
+            },
+        },
+    )
+    labeler.save(out / MODEL_FILE)
+    atomic_write(out / HISTORY_FILE, json.dumps(strategy.history, indent=1).encode())
+
+
+def _resume(out: Path) -> tuple[GlobalState, int, str, list[dict[str, Any]]] | None:
+    path = out / MODEL_FILE
+    if not path.is_file():
+        return None
+    labeler = ReportLabeler.load(path, progress=False)
+    done = int(labeler.provenance_.get("federation", {}).get("round", 0))
+    history_path = out / HISTORY_FILE
+    history = json.loads(history_path.read_text()) if history_path.is_file() else []
+    return labeler.state_, done, labeler.embedder_fingerprint_, history
+
+
+app = ServerApp()
+
+
+@app.main()
+def main(grid: Grid, context: Context) -> None:
+    """Register the nodes, run the remaining rounds, save the global model after each."""
+    config, rc = run_config(context)
+    out = Path(str(rc["out"])).expanduser().resolve()
+    out.mkdir(parents=True, exist_ok=True)
+
+    def init_fn(dim: int, labels: LabelSpace) -> tuple[Arrays, Arrays]:
+        state = initial_state(dim, labels, config)
+        return state.shared, state.task
+
+    resumed = _resume(out) if rc.get("resume", True) else None
+    strategy = SurgicalAggregation(
+        init_fn,
+        min_nodes=int(rc["min-nodes"]),
+        fingerprint=(resumed[2] if resumed else str(rc.get("fingerprint") or "")) or None,
+        weighting=config.weighting,
+        evaluate_every=int(rc["evaluate-every"]),
+        timeout=float(rc["round-timeout"]),
+    )
+    done = resumed[1] if resumed else 0
+    if done >= config.rounds:
+        log(WARNING, "%s already holds round %d of %d: nothing to do", out / MODEL_FILE, done,
+            config.rounds)
+        return
+    if resumed:
+        strategy.history = [e for e in resumed[3] if e.get("round", 0) <= done]
+    remaining = config.rounds - done
+    initial = strategy.register(
+        grid, remaining, resume=(resumed[0], done) if resumed else None
+    )
+
+    def checkpoint(server_round: int, arrays: ArrayRecord) -> MetricRecord | None:
+        if server_round > 0:
+            state = strategy.global_state(arrays)
+            _save(out, strategy, state, server_round + done, config, str(rc["embedder"]))
+        return None
+
+    runner: Strategy = strategy
+    if float(rc.get("dp-noise", 0.0)) > 0:
+        runner = DifferentialPrivacyClientSideFixedClipping(
+            strategy,
+            noise_multiplier=float(rc["dp-noise"]),
+            clipping_norm=float(rc["dp-clip"]),
+            num_sampled_clients=len(strategy.members),
+        )
+    runner.start(
+        grid,
+        initial,
+        num_rounds=remaining,
+        timeout=float(rc["round-timeout"]),
+        train_config=config_record(config),
+        evaluate_config=config_record(config),
+        evaluate_fn=checkpoint,
+    )
+    log(INFO, "global model: %s", out / MODEL_FILE)

@@ -1,0 +1,62 @@
+"""What a node reads from its own disk: its reports table, embedded through its own cache, split
+into training rows and held-out rows (for evaluation and thresholds). No text leaves the node.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from reportfed.data.table import Uncertain, read_reports
+from reportfed.embed import DEFAULT_EMBEDDER, embed_texts, make_embedder
+from reportfed.errors import ReportfedError
+from reportfed.federation.engine import Node
+from reportfed.labels import LabelSpace
+
+
+@dataclass
+class Site:
+    """A node's training data (``node``), held-out rows and embedder fingerprint."""
+
+    node: Node
+    val_x: np.ndarray
+    val_y: np.ndarray
+    fingerprint: str
+
+
+def split_rows(n: int, val_fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(training rows, held-out rows) of a node's ``n`` rows, seeded."""
+    order = np.random.default_rng(seed).permutation(n)
+    n_val = round(n * val_fraction)
+    return np.sort(order[n_val:]), np.sort(order[:n_val])
+
+
+def load_site(
+    data: str | Path,
+    *,
+    name: str,
+    embedder: str = DEFAULT_EMBEDDER,
+    base_url: str | None = None,
+    cache_dir: str | Path | None = None,
+    val_fraction: float = 0.1,
+    seed: int = 0,
+    uncertain: Uncertain = "zeros",
+) -> Site:
+    """Read, embed and split a node's reports table (label columns in any vocabulary).
+
+    The node's labels are the label columns with at least one annotated row.
+    """
+    table = read_reports(data, uncertain=uncertain, require_labels=True)
+    annotated = ~np.isnan(table.labels).all(axis=0)
+    if not annotated.any():
+        raise ReportfedError(f"{data}: no label column has an annotated row")
+    table = table.select_labels(LabelSpace(tuple(np.array(table.label_space.names)[annotated])))
+    emb = make_embedder(embedder, base_url=base_url)
+    x = embed_texts(table.texts, emb, cache_dir=cache_dir, progress=False)
+    fit, val = split_rows(len(table), val_fraction, seed)
+    if not len(fit):
+        raise ReportfedError(f"{data}: no training rows left after holding out {val_fraction:.0%}")
+    node = Node(name, x[fit], table.labels[fit], table.label_space)
+    return Site(node, x[val], table.labels[val], emb.fingerprint)

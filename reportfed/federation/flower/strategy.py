@@ -1,0 +1,358 @@
+"""``SurgicalAggregation``: a Flower ``Strategy`` whose server step is the aggregation core.
+
+Flower's FedAvg needs every reply to carry the same arrays; here every node carries the rows of
+its own labels, so the strategy keeps the global label space and lets
+:func:`reportfed.aggregation.aggregate` do the averaging. Flow of a run:
+
+1. :meth:`SurgicalAggregation.register` asks every connected node (message type ``query``) for
+   its name, labels, embedder fingerprint, input dimension and sample count; nodes whose
+   fingerprint or dimension differ from the federation's are excluded with the reason logged. It
+   returns the initial global arrays (built by ``init_fn`` over the union of the labels) or the
+   arrays of a resumed checkpoint.
+2. Every round (:meth:`configure_train`), each registered, connected node receives the shared block
+   and the rows of its own labels; nodes that connected since are registered first.
+3. :meth:`aggregate_train` turns replies into :class:`~reportfed.aggregation.NodeUpdate` and
+   aggregates them with ``on_invalid="drop"``: error replies (a dead node), NaN/Inf and wrong
+   shapes are logged and left out; labels nobody sent keep their last rows; a label a node brings
+   in a later round joins the global model. Fewer than ``min_nodes`` accepted updates leave the
+   global model unchanged for that round.
+4. Evaluation (:meth:`configure_evaluate`, every ``evaluate_every`` rounds and at the last) runs on
+   each node's held-out rows; :meth:`aggregate_evaluate` averages per label over the nodes having it
+   (weighted by their annotated rows) and keeps per-label thresholds for the model file.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from logging import ERROR, INFO, WARNING
+from typing import Any
+
+import numpy as np
+from flwr.app import ArrayRecord, ConfigRecord, Message, MetricRecord, RecordDict
+from flwr.supercore import log
+from flwr.serverapp import Grid
+from flwr.serverapp.strategy import Strategy
+
+from reportfed.aggregation import (
+    Arrays,
+    GlobalState,
+    NodeUpdate,
+    Weighting,
+    aggregate,
+    node_arrays,
+)
+from reportfed.errors import LabelError
+from reportfed.federation.flower.wire import ARRAYS, META, METRICS, from_record, to_record
+from reportfed.labels import LabelSpace
+
+InitFn = Callable[[int, LabelSpace], tuple[Arrays, Arrays]]
+
+
+@dataclass
+class Member:
+    """A registered node."""
+
+    node_id: int
+    name: str
+    labels: LabelSpace
+    num_examples: int
+    index: int
+
+
+class SurgicalAggregation(Strategy):
+    """Surgical aggregation over Flower nodes with different label sets.
+
+    Parameters
+    ----------
+    init_fn:
+        ``init_fn(input_dim, labels) -> (shared, task)``: the initial global model.
+    min_nodes:
+        Nodes that must be connected before the first round, and accepted updates a round needs
+        to change the global model.
+    fingerprint:
+        The embedder fingerprint every node must have; ``None`` takes the most common one among
+        the first nodes to register.
+    weighting:
+        ``"uniform"`` (papers) or ``"samples"``.
+    evaluate_every:
+        Evaluate on the nodes every this many rounds (and after the last); ``0`` only after the last.
+    timeout:
+        Seconds to wait for query replies.
+    """
+
+    def __init__(
+        self,
+        init_fn: InitFn,
+        *,
+        min_nodes: int = 2,
+        fingerprint: str | None = None,
+        weighting: Weighting = "uniform",
+        evaluate_every: int = 1,
+        timeout: float = 120.0,
+    ) -> None:
+        if min_nodes < 1:
+            raise ValueError(f"min_nodes must be >= 1, got {min_nodes}")
+        self.init_fn = init_fn
+        self.min_nodes = min_nodes
+        self.fingerprint = fingerprint
+        self.weighting: Weighting = weighting
+        self.evaluate_every = evaluate_every
+        self.timeout = timeout
+        self.labels = LabelSpace(())
+        self.dim: int | None = None
+        self.members: dict[int, Member] = {}
+        self.excluded: dict[int, str] = {}
+        self.round_offset = 0
+        self.last_round = 0
+        self.thresholds: dict[str, float] = {}
+        self.history: list[dict[str, Any]] = []
+        self._previous: GlobalState | None = None
+
+    # -- registration --------------------------------------------------------------------------
+    def register(
+        self,
+        grid: Grid,
+        num_rounds: int,
+        *,
+        resume: tuple[GlobalState, int] | None = None,
+        wait: float = 600.0,
+    ) -> ArrayRecord:
+        """Wait for ``min_nodes`` nodes, register them, and return the initial global arrays.
+
+        ``resume=(state, done_rounds)`` continues a run from its checkpoint: rounds restart at
+        ``done_rounds + 1`` and ``num_rounds`` counts the rounds still to run.
+        """
+        waited = 0.0
+        while len(list(grid.get_node_ids())) < self.min_nodes:
+            if waited >= wait:
+                raise TimeoutError(
+                    f"only {len(list(grid.get_node_ids()))} of {self.min_nodes} nodes connected "
+                    f"after {wait:.0f} s"
+                )
+            if waited % 10 == 0:
+                log(INFO, "waiting for %d nodes to connect", self.min_nodes)
+            time.sleep(0.5)
+            waited += 0.5
+        self._register_new(grid)
+        if len(self.members) < self.min_nodes:
+            raise RuntimeError(
+                f"{len(self.members)} node(s) registered, {self.min_nodes} needed; excluded: "
+                f"{self.excluded}"
+            )
+        if resume is not None:
+            state, done = resume
+            self.labels, self.round_offset = state.labels, done
+            self.last_round = done + num_rounds
+            log(INFO, "resuming after round %d with labels %s", done, list(state.labels))
+            return to_record(state.shared, state.task)
+        assert self.dim is not None
+        self.labels = LabelSpace.union(m.labels for m in self.members.values())
+        self.last_round = num_rounds
+        shared, task = self.init_fn(self.dim, self.labels)
+        return to_record(shared, task)
+
+    def _register_new(self, grid: Grid) -> None:
+        new = sorted(set(grid.get_node_ids()) - set(self.members) - set(self.excluded))
+        if not new:
+            return
+        queries = [
+            Message(RecordDict({META: ConfigRecord()}), dst_node_id=n, message_type="query")
+            for n in new
+        ]
+        infos = []
+        for reply in grid.send_and_receive(queries, timeout=self.timeout):
+            node_id = reply.metadata.src_node_id
+            if reply.has_error():
+                log(WARNING, "node %d did not answer the query: %s", node_id, reply.error.reason)
+                continue
+            try:
+                meta = reply.content[META]
+                infos.append(
+                    (
+                        node_id,
+                        str(meta["name"]),
+                        LabelSpace.of(list(meta["labels"]), allow_unknown=True),  # type: ignore[arg-type]
+                        str(meta["fingerprint"]),
+                        int(meta["dim"]),  # type: ignore[arg-type]
+                        int(reply.content[METRICS]["num-examples"]),  # type: ignore[arg-type]
+                    )
+                )
+            except (KeyError, TypeError, ValueError, LabelError) as exc:
+                self._exclude(node_id, f"malformed query reply ({exc})")
+        if self.fingerprint is None and infos:
+            counts = Counter(info[3] for info in sorted(infos, key=lambda i: i[1]))
+            self.fingerprint = counts.most_common(1)[0][0]
+            log(INFO, "federation embedder fingerprint: %s", self.fingerprint)
+        names = {m.name for m in self.members.values()}
+        for node_id, name, labels, fingerprint, dim, n in sorted(infos, key=lambda i: i[1]):
+            if fingerprint != self.fingerprint:
+                self._exclude(
+                    node_id,
+                    f"node {name!r} embeds with {fingerprint}, the federation with "
+                    f"{self.fingerprint}; every node must use the same embedder",
+                )
+            elif self.dim is not None and dim != self.dim:
+                self._exclude(node_id, f"node {name!r} has input dim {dim}, not {self.dim}")
+            elif name in names:
+                self._exclude(node_id, f"node name {name!r} is already taken")
+            elif not labels:
+                self._exclude(node_id, f"node {name!r} has no labels")
+            else:
+                self.dim = dim
+                names.add(name)
+                self.members[node_id] = Member(node_id, name, labels, n, len(self.members))
+                log(INFO, "registered node %r: %d rows, labels %s", name, n, list(labels))
+
+    def _exclude(self, node_id: int, reason: str) -> None:
+        self.excluded[node_id] = reason
+        log(ERROR, "excluded node %d: %s", node_id, reason)
+
+    # -- state ---------------------------------------------------------------------------------
+    def global_state(self, arrays: ArrayRecord) -> GlobalState:
+        """The global model held in ``arrays`` with its label space."""
+        shared, task = from_record(arrays)
+        return GlobalState(labels=self.labels, shared=shared, task=task)
+
+    def _messages(
+        self, kind: str, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid
+    ) -> list[Message]:
+        state = self.global_state(arrays)
+        connected = set(grid.get_node_ids())
+        messages = []
+        for member in sorted(self.members.values(), key=lambda m: m.index):
+            if member.node_id not in connected:
+                continue
+            known = [name for name in member.labels if name in state.labels]
+            shared, task = node_arrays(state, known)
+            meta = ConfigRecord(dict(config))
+            meta["labels"] = known
+            meta["round"] = server_round + self.round_offset
+            meta["node-index"] = member.index
+            content = RecordDict({ARRAYS: to_record(shared, task), META: meta})
+            messages.append(Message(content, dst_node_id=member.node_id, message_type=kind))
+        return messages
+
+    # -- Strategy API --------------------------------------------------------------------------
+    def configure_train(
+        self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid
+    ) -> Iterable[Message]:
+        """Register newly connected nodes, then send each node the shared block and its rows."""
+        self._register_new(grid)
+        self._previous = self.global_state(arrays)
+        return self._messages("train", server_round, arrays, config, grid)
+
+    def aggregate_train(
+        self, server_round: int, replies: Iterable[Message]
+    ) -> tuple[ArrayRecord | None, MetricRecord | None]:
+        """Surgical aggregation of the valid replies; see the module docstring."""
+        round_ = server_round + self.round_offset
+        updates, failed, losses = [], {}, {}
+        for reply in replies:
+            member = self.members.get(reply.metadata.src_node_id)
+            if member is None:
+                continue
+            if reply.has_error():
+                failed[member.name] = f"node error: {reply.error.reason}"
+                continue
+            try:
+                shared, task = from_record(reply.content[ARRAYS])
+                labels = [str(x) for x in reply.content[META]["labels"]]  # type: ignore[union-attr]
+                metrics = reply.content[METRICS]
+                n = int(metrics["num-examples"])  # type: ignore[arg-type]
+                losses[member.name] = float(metrics["train-loss"])  # type: ignore[arg-type]
+            except (KeyError, TypeError, ValueError) as exc:
+                failed[member.name] = f"malformed reply ({exc})"
+                continue
+            updates.append(NodeUpdate(member.name, labels, shared, task, num_examples=n))
+        for name, reason in failed.items():
+            log(ERROR, "round %d: no update from %r: %s", round_, name, reason)
+        entry: dict[str, Any] = {"round": round_, "failed": failed, "loss": losses}
+        self.history.append(entry)
+        if len(updates) < self.min_nodes:
+            log(WARNING, "round %d: %d update(s) < min_nodes; model unchanged", round_, len(updates))
+            entry.update(accepted=[u.node_id for u in updates], rejected={}, aggregated=False)
+            return None, None
+        result = aggregate(updates, self._previous, weighting=self.weighting, on_invalid="drop")
+        for name, reason in result.rejected.items():
+            log(ERROR, "round %d: rejected the update of %r: %s", round_, name, reason)
+        entry.update(accepted=result.accepted, rejected=result.rejected)
+        if len(result.accepted) < self.min_nodes:
+            log(WARNING, "round %d: %d valid update(s) < min_nodes; model unchanged", round_,
+                len(result.accepted))
+            entry["aggregated"] = False
+            return None, None
+        entry["aggregated"] = True
+        by_name = {m.name: m for m in self.members.values()}
+        for update in updates:
+            if update.node_id in result.accepted:
+                by_name[update.node_id].labels = LabelSpace.of(update.labels, allow_unknown=True)
+        grown = [c for c in result.state.labels if c not in self.labels]
+        if grown:
+            log(INFO, "round %d: new label(s) joined the federation: %s", round_, grown)
+        self.labels = result.state.labels
+        metrics = MetricRecord(
+            {
+                "nodes": len(result.accepted),
+                "rejected": len(result.rejected) + len(failed),
+                "train-loss": float(np.mean([losses[n] for n in result.accepted])),
+            }
+        )
+        return to_record(result.state.shared, result.state.task), metrics
+
+    def configure_evaluate(
+        self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid
+    ) -> Iterable[Message]:
+        """Send the global rows to every node on evaluation rounds."""
+        round_ = server_round + self.round_offset
+        due = round_ >= self.last_round or (
+            self.evaluate_every > 0 and round_ % self.evaluate_every == 0
+        )
+        return self._messages("evaluate", server_round, arrays, config, grid) if due else []
+
+    def aggregate_evaluate(
+        self, server_round: int, replies: Iterable[Message]
+    ) -> MetricRecord | None:
+        """Per-label AUROC and threshold, averaged over the nodes having the label (by rows)."""
+        sums: dict[str, np.ndarray] = {}  # label -> [n, n*auroc, n*threshold]
+        for reply in replies:
+            member = self.members.get(reply.metadata.src_node_id)
+            if member is None or reply.has_error():
+                continue
+            try:
+                labels = [str(x) for x in reply.content[META]["labels"]]  # type: ignore[union-attr]
+                m = reply.content[METRICS]
+                columns = [m["n"], m["auroc"], m["threshold"]]
+                stats = np.asarray(columns, dtype=np.float64).reshape(3, len(labels))
+            except (KeyError, TypeError, ValueError) as exc:
+                log(ERROR, "malformed evaluation from %r: %s", member.name, exc)
+                continue
+            for j, label in enumerate(labels):
+                n, auc, thr = stats[:, j]
+                if n > 0 and np.isfinite([auc, thr]).all():
+                    sums.setdefault(label, np.zeros(3))
+                    sums[label] += (n, n * auc, n * thr)
+        if not sums:
+            return None
+        out: dict[str, float] = {}
+        for label in self.labels:
+            if label in sums:
+                n, auc, thr = sums[label]
+                out[f"auroc/{label}"] = auc / n
+                self.thresholds[label] = thr / n
+        out["macro-auroc"] = float(np.mean([v for k, v in out.items() if k.startswith("auroc/")]))
+        round_ = server_round + self.round_offset
+        for entry in self.history:
+            if entry["round"] == round_:
+                entry["evaluation"] = dict(out)
+        return MetricRecord(out)
+
+    def summary(self) -> None:
+        """Log the strategy's settings."""
+        log(INFO, "\t├── SurgicalAggregation: min_nodes=%d, weighting=%s, evaluate_every=%d",
+            self.min_nodes, self.weighting, self.evaluate_every)
+        log(INFO, "\t└── %d node(s), %d label(s): %s", len(self.members), len(self.labels),
+            list(self.labels))
+

@@ -1,0 +1,47 @@
+"""Node tables for the Flower tests: disjoint IU reports, different label sets per node (node c
+names its findings in the NIH vocabulary), written as the CSVs a hospital would hold."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from reportfed.data.iu import load_iu
+from reportfed.federation.flower.launch import APP_DIR
+from reportfed.labels import canonical
+
+NODE_LABELS = {
+    "a": ["Cardiomegaly", "Pleural Effusion", "Atelectasis"],
+    "b": ["Cardiomegaly", "Lung Opacity", "Edema"],
+    "c": ["Effusion", "Pneumothorax", "Support Devices"],  # NIH spelling of Pleural Effusion
+}
+UNION = [
+    "Cardiomegaly", "Lung Opacity", "Edema", "Atelectasis", "Pneumothorax", "Pleural Effusion",
+    "Support Devices",
+]  # fmt: skip
+
+
+def write_node_tables(out: Path, rows: int = 150, labels: dict[str, list[str]] = NODE_LABELS) -> dict[str, Path]:
+    """One CSV per node (``Report Impression`` + its label columns) from disjoint IU rows."""
+    table = load_iu().fully_annotated()
+    order = np.random.default_rng(0).permutation(len(table))
+    paths = {}
+    for k, (name, names) in enumerate(labels.items()):
+        sub = table.subset(order[k * rows : (k + 1) * rows])
+        frame = pd.DataFrame({"Report Impression": sub.texts})
+        for label in names:
+            frame[label] = sub.labels[:, sub.label_space.index(canonical(label))]
+        paths[name] = out / f"{name}.csv"
+        frame.to_csv(paths[name], index=False)
+    return paths
+
+
+def run_config(**overrides: Any) -> dict[str, Any]:
+    """The app's run config (``app/pyproject.toml``) with ``overrides``."""
+    with open(APP_DIR / "pyproject.toml", "rb") as f:
+        defaults = tomllib.load(f)["tool"]["flwr"]["app"]["config"]
+    return {**defaults, **overrides}

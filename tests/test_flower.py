@@ -1,0 +1,225 @@
+"""The Flower strategy, ClientApp and ServerApp, driven in-process through ``DirectGrid``.
+
+Same code as the deployment (``test_flower_deployment.py``), without the process start-up, so
+faults, joining and growing label sets are checked in seconds.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pytest.importorskip("flwr")
+
+from flwr.app import Array, ArrayRecord, Message  # noqa: E402
+
+from reportfed.aggregation import Arrays, GlobalState  # noqa: E402
+from reportfed.embed.weights import resolve_model_path  # noqa: E402
+from reportfed.federation.engine import FederationConfig, initial_state, run_federation  # noqa: E402
+from reportfed.federation.flower import client_app, server_app  # noqa: E402
+from reportfed.federation.flower.site import load_site  # noqa: E402
+from reportfed.federation.flower.strategy import SurgicalAggregation  # noqa: E402
+from reportfed.federation.flower.wire import ARRAYS, config_record  # noqa: E402
+from reportfed.labeler import ReportLabeler  # noqa: E402
+from reportfed.labels import LabelSpace  # noqa: E402
+
+from .direct_grid import DirectGrid  # noqa: E402
+from .flower_nodes import UNION, run_config, write_node_tables  # noqa: E402
+
+CONFIG = FederationConfig(rounds=3, hidden=(32, 16), seed=0)
+FLOWER = {"hidden": "32,16", "seed": 0, "evaluate-every": 0}
+
+
+@pytest.fixture(scope="module")
+def tables(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    pytest.importorskip("reportfed.data.iu")
+    from .conftest import SHARED
+
+    if not (SHARED / "iu" / "NLMCXR_reports.tgz").exists():
+        pytest.skip("IU archive not present")
+    import os
+
+    os.environ.setdefault("REPORTFED_IU_ARCHIVE", str(SHARED / "iu" / "NLMCXR_reports.tgz"))
+    return write_node_tables(tmp_path_factory.mktemp("nodes"))
+
+
+def grid_with(
+    tables: dict[str, Path], cache: Path, names: str = "abc", **run: Any
+) -> DirectGrid:
+    grid = DirectGrid(client_app.app, run_config(**{**FLOWER, **run}))
+    for k, name in enumerate(names):
+        grid.add_node(100 + k, {"name": name, "data": str(tables[name]), "cache-dir": str(cache)})
+    return grid
+
+
+def init_fn(dim: int, labels: LabelSpace) -> tuple[Arrays, Arrays]:
+    state = initial_state(dim, labels, CONFIG)
+    return state.shared, state.task
+
+
+def run_strategy(
+    grid: DirectGrid, rounds: int, *, min_nodes: int = 2, between: Any = None
+) -> tuple[SurgicalAggregation, list[GlobalState]]:
+    """Run the strategy; ``between(round, strategy, grid)`` runs after each round."""
+    strategy = SurgicalAggregation(init_fn, min_nodes=min_nodes, evaluate_every=0, timeout=5)
+    states: list[GlobalState] = []
+
+    def after(round_: int, arrays: ArrayRecord) -> None:
+        if round_ > 0:
+            states.append(strategy.global_state(arrays))
+            if between is not None:
+                between(round_, strategy, grid)
+
+    initial = strategy.register(grid, rounds)
+    strategy.start(
+        grid, initial, num_rounds=rounds, timeout=5, train_config=config_record(CONFIG),
+        evaluate_config=config_record(CONFIG), evaluate_fn=after,
+    )  # fmt: skip
+    return strategy, states
+
+
+def engine_state(tables: dict[str, Path], cache: Path, names: str, rounds: int) -> GlobalState:
+    nodes = [load_site(tables[n], name=n, cache_dir=cache).node for n in sorted(names)]
+    config = FederationConfig(**{**CONFIG.__dict__, "rounds": rounds})
+    return run_federation(nodes, config, progress=False).state
+
+
+def assert_same(a: GlobalState, b: GlobalState) -> None:
+    assert a.labels == b.labels
+    for key in a.shared:
+        np.testing.assert_allclose(a.shared[key], b.shared[key], atol=1e-6)
+    for key in a.task:
+        np.testing.assert_allclose(a.task[key], b.task[key], atol=1e-6)
+
+
+def test_flower_strategy_equals_in_process_engine_and_sends_only_own_rows(
+    tables: dict[str, Path], embeddings_cache: Path
+) -> None:
+    grid = grid_with(tables, embeddings_cache)
+    strategy, states = run_strategy(grid, 3)
+    assert list(states[-1].labels) == UNION  # "Effusion" merged into "Pleural Effusion"
+    assert_same(states[-1], engine_state(tables, embeddings_cache, "abc", 3))
+    train = [m for m in grid.sent if m.metadata.message_type == "train"]
+    assert len(train) == 9
+    for msg in train:
+        name = strategy.members[msg.metadata.dst_node_id].name
+        labels = list(msg.content["meta"]["labels"])
+        assert labels == list(strategy.members[msg.metadata.dst_node_id].labels), name
+        assert msg.content[ARRAYS]["task.weight"].numpy().shape[0] == 3
+    assert [e["accepted"] for e in strategy.history] == [["a", "b", "c"]] * 3
+
+
+def test_poisoned_and_wrong_shape_updates_are_rejected_and_the_run_goes_on(
+    tables: dict[str, Path], embeddings_cache: Path
+) -> None:
+    grid = grid_with(tables, embeddings_cache)
+    grid.nodes[102].node_config["lr"] = 1e30  # node c's training diverges to NaN/Inf
+
+    def wrong_shape(reply: Message) -> Message:
+        if reply.metadata.message_type == "train":
+            arrays = reply.content[ARRAYS]
+            arrays["shared.0.weight"] = Array(np.zeros((3, 3), dtype=np.float32))
+        return reply
+
+    grid.tamper[101] = wrong_shape  # node b
+    strategy, states = run_strategy(grid, 2, min_nodes=1)
+    for entry in strategy.history:
+        assert entry["accepted"] == ["a"]
+        assert "NaN or Inf" in entry["rejected"]["c"]
+        assert "differ from the federation's" in entry["rejected"]["b"]
+    assert all(np.isfinite(v).all() for v in states[-1].task.values())
+
+
+def test_dead_node_keeps_its_labels_and_min_nodes_holds_the_model(
+    tables: dict[str, Path], embeddings_cache: Path
+) -> None:
+    grid = grid_with(tables, embeddings_cache)
+
+    def kill_c(round_: int, strategy: SurgicalAggregation, grid: DirectGrid) -> None:
+        if round_ == 1:
+            grid.dead.add(102)
+
+    strategy, states = run_strategy(grid, 3, between=kill_c)
+    only_c = states[0].labels.indices(["Pneumothorax", "Support Devices"])
+    for key in states[0].task:
+        np.testing.assert_array_equal(states[2].task[key][only_c], states[0].task[key][only_c])
+        assert not np.array_equal(states[2].task[key][:1], states[0].task[key][:1])
+    assert strategy.history[1]["accepted"] == ["a", "b"]
+
+    grid = grid_with(tables, embeddings_cache)
+    strategy, states = run_strategy(grid, 2, min_nodes=3, between=kill_c)
+    assert strategy.history[1]["aggregated"] is False
+    assert_same(states[1], states[0])
+
+
+def test_node_with_another_embedder_is_excluded_with_a_clear_reason(
+    tables: dict[str, Path], embeddings_cache: Path, tmp_path: Path
+) -> None:
+    small = tmp_path / "d.csv"
+    pd.read_csv(tables["a"]).head(20).to_csv(small, index=False)
+    grid = grid_with(tables, embeddings_cache, names="ab")
+    grid.add_node(
+        200,
+        {"name": "d", "data": str(small), "cache-dir": str(embeddings_cache),
+         "embedder": "hf:" + resolve_model_path("minilm")},
+    )  # fmt: skip
+    strategy, _ = run_strategy(grid, 1)
+    assert "every node must use the same embedder" in strategy.excluded[200]
+    assert "node 'd' embeds with hf-mean:" in strategy.excluded[200]
+    assert {m.name for m in strategy.members.values()} == {"a", "b"}
+
+
+def test_a_node_joins_later_and_a_node_brings_a_new_label(
+    tables: dict[str, Path], embeddings_cache: Path, tmp_path: Path
+) -> None:
+    grown = tmp_path / "b.csv"
+    frame = pd.read_csv(tables["b"])
+    frame.to_csv(grown, index=False)
+    grid = grid_with(tables, embeddings_cache, names="ab")
+    grid.nodes[101].node_config["data"] = str(grown)
+
+    def between(round_: int, strategy: SurgicalAggregation, grid: DirectGrid) -> None:
+        if round_ == 1:  # node b's hospital starts annotating fractures
+            frame.assign(Fracture=(np.arange(len(frame)) % 7 == 0).astype(float)).to_csv(
+                grown, index=False
+            )
+        if round_ == 2:  # node c connects
+            grid.add_node(102, {"name": "c", "data": str(tables["c"]),
+                                "cache-dir": str(embeddings_cache)})  # fmt: skip
+
+    strategy, states = run_strategy(grid, 4, between=between)
+    assert "Fracture" not in states[0].labels and "Fracture" in states[1].labels
+    assert "Pneumothorax" not in states[1].labels and "Pneumothorax" in states[2].labels
+    assert strategy.history[3]["accepted"] == ["a", "b", "c"]
+    assert list(strategy.members[101].labels)[-1] == "Fracture"
+
+
+def test_server_app_saves_each_round_and_resumes_after_a_restart(
+    tables: dict[str, Path], embeddings_cache: Path, tmp_path: Path
+) -> None:
+    from flwr.app import Context, RecordDict
+
+    out = tmp_path / "server"
+
+    def serve(rounds: int) -> None:
+        rc = run_config(**FLOWER, rounds=rounds, out=str(out), **{"min-nodes": 3})
+        grid = grid_with(tables, embeddings_cache, **{"min-nodes": 3})
+        grid.run_config.update(rc)
+        context = Context(run_id=1, node_id=0, node_config={}, state=RecordDict(), run_config=rc)
+        server_app.app(grid, context)
+
+    serve(2)
+    two = ReportLabeler.load(out / server_app.MODEL_FILE, progress=False)
+    assert two.provenance_["federation"]["round"] == 2
+    serve(3)  # a restarted server continues with round 3 only
+    three = ReportLabeler.load(out / server_app.MODEL_FILE, progress=False)
+    assert three.provenance_["federation"]["round"] == 3
+    assert_same(three.state_, engine_state(tables, embeddings_cache, "abc", 3))
+    history = pd.read_json(out / server_app.HISTORY_FILE)
+    assert history["round"].tolist() == [1, 2, 3]
+    assert set(three.provenance_["federation"]["nodes"]) == {"a", "b", "c"}
+    assert (three.thresholds_ != 0.5).sum() >= 4  # Youden thresholds from the nodes' held-out rows

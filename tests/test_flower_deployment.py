@@ -1,0 +1,84 @@
+"""Real Flower processes on 127.0.0.1: a SuperLink, one SuperNode per hospital, ``flwr run``.
+
+Bounded in time (every process is killed at the end); ~6 s per message exchange, so the runs are
+short. The in-process tests (``test_flower.py``) cover the same code's corner cases.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("flwr")
+
+from reportfed.federation.engine import FederationConfig, run_federation  # noqa: E402
+from reportfed.federation.flower.launch import generate_certificates  # noqa: E402
+from reportfed.federation.flower.server_app import HISTORY_FILE, MODEL_FILE  # noqa: E402
+from reportfed.federation.flower.site import load_site  # noqa: E402
+from reportfed.labeler import ReportLabeler  # noqa: E402
+
+from .flower_cluster import Cluster  # noqa: E402
+from .flower_nodes import UNION, write_node_tables  # noqa: E402
+from .test_flower import tables  # noqa: E402, F401 - the module-scoped fixture
+
+RUN = {"hidden": "32,16", "seed": 0, "evaluate-every": 0, "min-nodes": 3, "round-timeout": 45.0}
+
+
+def test_three_hospitals_over_tls_equal_the_in_process_engine_and_resume(
+    tables: dict[str, Path], embeddings_cache: Path, tmp_path: Path  # noqa: F811
+) -> None:
+    certs = generate_certificates(tmp_path / "certs")
+    out = tmp_path / "server"
+    with Cluster(tmp_path, certificates=certs) as cluster:
+        for name in "abc":
+            cluster.add_node(name, tables[name], **{"cache-dir": str(embeddings_cache)})
+        cluster.run({**RUN, "rounds": 2, "out": str(out)})
+        assert json.loads((out / HISTORY_FILE).read_text())[-1]["round"] == 2
+        cluster.run({**RUN, "rounds": 3, "out": str(out)})  # a new server run resumes at round 3
+    model = ReportLabeler.load(out / MODEL_FILE, progress=False)
+    assert list(model.classes_) == UNION
+    assert model.provenance_["federation"]["round"] == 3
+    nodes = [load_site(tables[n], name=n, cache_dir=embeddings_cache).node for n in "abc"]
+    engine = run_federation(nodes, FederationConfig(rounds=3, hidden=(32, 16)), progress=False)
+    for key in engine.state.task:
+        np.testing.assert_allclose(model.state_.task[key], engine.state.task[key], atol=1e-6)
+    for key in engine.state.shared:
+        np.testing.assert_allclose(model.state_.shared[key], engine.state.shared[key], atol=1e-6)
+    history = json.loads((out / HISTORY_FILE).read_text())
+    assert [e["round"] for e in history] == [1, 2, 3]
+    assert history[-1]["evaluation"]["macro-auroc"] > 0.5
+
+
+def test_a_node_killed_in_round_two_and_a_poisoned_node(
+    tables: dict[str, Path], embeddings_cache: Path, tmp_path: Path  # noqa: F811
+) -> None:
+    extra = write_node_tables(tmp_path, rows=60, labels={"d": ["Cardiomegaly", "Edema"]})
+    out = tmp_path / "server"
+    with Cluster(tmp_path) as cluster:
+        for name in "abc":
+            cluster.add_node(name, tables[name], **{"cache-dir": str(embeddings_cache)})
+        cluster.add_node("d", extra["d"], lr=1e30, **{"cache-dir": str(embeddings_cache)})
+        import threading
+
+        def kill_c_after_round_one() -> None:
+            deadline = time.monotonic() + 240
+            while time.monotonic() < deadline and not (out / HISTORY_FILE).exists():
+                time.sleep(0.2)
+            cluster.kill_node("c")
+
+        killer = threading.Thread(target=kill_c_after_round_one, daemon=True)
+        killer.start()
+        cluster.run({**RUN, "rounds": 3, "out": str(out), "min-nodes": 2, "round-timeout": 30.0})
+        killer.join()
+    history = json.loads((out / HISTORY_FILE).read_text())
+    assert [e["round"] for e in history] == [1, 2, 3]
+    assert history[0]["accepted"] == ["a", "b", "c"]
+    assert all("NaN or Inf" in e["rejected"]["d"] for e in history)
+    assert history[1]["accepted"] == history[2]["accepted"] == ["a", "b"]
+    model = ReportLabeler.load(out / MODEL_FILE, progress=False)
+    assert {"Pneumothorax", "Support Devices"} <= set(model.classes_)  # c's labels stay
+    assert all(np.isfinite(v).all() for v in model.state_.task.values())
