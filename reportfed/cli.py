@@ -1,4 +1,4 @@
-"""``reportfed`` command line: corpus, embed, train, label.
+"""``reportfed`` command line: corpus, embed, train, label, federation.
 
 Every bad input ends in one line ``reportfed: error: ...`` on stderr and exit status 2, with no
 partial output file left behind.
@@ -268,6 +268,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--probabilities", default=None, help="also write per-label probabilities here")
     _embedder_args(p, choose=False)
     p.set_defaults(func=cmd_label)
+
+    from reportfed.federation.flower.commands import add_parser as add_federation_parser
+
+    add_federation_parser(sub)
     return parser
 
 

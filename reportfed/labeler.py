@@ -219,6 +219,26 @@ class ReportLabeler:
         )
         return labeler
 
+    def select_labels(self, labels: Iterable[str]) -> ReportLabeler:
+        """A fitted copy predicting only ``labels`` (aliases allowed), without training: how a new
+        site imports tasks from a global model."""
+        self._check_fitted()
+        space = LabelSpace.of(labels, allow_unknown=True)
+        rows = self.state_.labels.indices(space)
+        state = GlobalState(
+            space, dict(self.state_.shared), {k: v[rows] for k, v in self.state_.task.items()}
+        )
+        return ReportLabeler.from_state(
+            state,
+            embedder=self.embedder,
+            fingerprint=self.embedder_fingerprint_,
+            input_dim=self.input_dim_,
+            config=self.config,
+            thresholds=self.thresholds_[rows],
+            base_url=self.base_url,
+            provenance={**self.provenance_, "selected_from": list(self.classes_)},
+        )
+
     # -- prediction --------------------------------------------------------------------------
     def _check_fitted(self) -> None:
         if not hasattr(self, "state_"):

@@ -149,6 +149,7 @@ def test_dead_node_keeps_its_labels_and_min_nodes_holds_the_model(
         np.testing.assert_array_equal(states[2].task[key][only_c], states[0].task[key][only_c])
         assert not np.array_equal(states[2].task[key][:1], states[0].task[key][:1])
     assert strategy.history[1]["accepted"] == ["a", "b"]
+    assert strategy.history[1]["failed"] == {"c": "no reply within the round timeout"}
 
     grid = grid_with(tables, embeddings_cache)
     strategy, states = run_strategy(grid, 2, min_nodes=3, between=kill_c)
@@ -223,3 +224,29 @@ def test_server_app_saves_each_round_and_resumes_after_a_restart(
     assert history["round"].tolist() == [1, 2, 3]
     assert set(three.provenance_["federation"]["nodes"]) == {"a", "b", "c"}
     assert (three.thresholds_ != 0.5).sum() >= 4  # Youden thresholds from the nodes' held-out rows
+
+
+def test_differential_privacy_clips_and_noises_through_flowers_wrapper(
+    tables: dict[str, Path], embeddings_cache: Path, tmp_path: Path
+) -> None:
+    from flwr.app import Context, RecordDict
+
+    def serve(out: Path, **dp: Any) -> ReportLabeler:
+        rc = run_config(**FLOWER, rounds=1, out=str(out), **{"min-nodes": 3}, **dp)
+        grid = grid_with(tables, embeddings_cache)
+        grid.run_config.update(rc)
+        server_app.app(grid, Context(run_id=1, node_id=0, node_config={}, state=RecordDict(),
+                                     run_config=rc))  # fmt: skip
+        return ReportLabeler.load(out / server_app.MODEL_FILE, progress=False)
+
+    plain = serve(tmp_path / "plain")
+    private = serve(tmp_path / "dp", **{"dp-noise": 0.5, "dp-clip": 0.1})
+    assert list(private.classes_) == list(plain.classes_)
+    start = initial_state(384, plain.state_.labels, CONFIG)
+    moved = np.linalg.norm(private.state_.shared["0.weight"] - start.shared["0.weight"])
+    # Gaussian noise of std noise * clip / nodes on each of the 32 x 384 weights, plus the mean
+    # of three node updates each clipped to norm 0.1
+    expected = 0.5 * 0.1 / 3 * np.sqrt(32 * 384)
+    assert abs(moved - expected) < 0.05 * expected + 0.1
+    trained = np.linalg.norm(plain.state_.shared["0.weight"] - start.shared["0.weight"])
+    assert trained < expected / 3

@@ -72,13 +72,14 @@ def test_a_node_killed_in_round_two_and_a_poisoned_node(
 
         killer = threading.Thread(target=kill_c_after_round_one, daemon=True)
         killer.start()
-        cluster.run({**RUN, "rounds": 3, "out": str(out), "min-nodes": 2, "round-timeout": 30.0})
+        cluster.run({**RUN, "rounds": 2, "out": str(out), "min-nodes": 2, "round-timeout": 25.0})
         killer.join()
     history = json.loads((out / HISTORY_FILE).read_text())
-    assert [e["round"] for e in history] == [1, 2, 3]
+    assert [e["round"] for e in history] == [1, 2]
     assert history[0]["accepted"] == ["a", "b", "c"]
     assert all("NaN or Inf" in e["rejected"]["d"] for e in history)
-    assert history[1]["accepted"] == history[2]["accepted"] == ["a", "b"]
+    assert history[1]["accepted"] == ["a", "b"]
+    assert history[1]["failed"]["c"] in ("no reply within the round timeout", "not connected")
     model = ReportLabeler.load(out / MODEL_FILE, progress=False)
     assert {"Pneumothorax", "Support Devices"} <= set(model.classes_)  # c's labels stay
     assert all(np.isfinite(v).all() for v in model.state_.task.values())

@@ -110,6 +110,7 @@ class SurgicalAggregation(Strategy):
         self.thresholds: dict[str, float] = {}
         self.history: list[dict[str, Any]] = []
         self._previous: GlobalState | None = None
+        self._awaiting: set[int] = set()
 
     # -- registration --------------------------------------------------------------------------
     def register(
@@ -242,13 +243,16 @@ class SurgicalAggregation(Strategy):
         """Register newly connected nodes, then send each node the shared block and its rows."""
         self._register_new(grid)
         self._previous = self.global_state(arrays)
-        return self._messages("train", server_round, arrays, config, grid)
+        messages = self._messages("train", server_round, arrays, config, grid)
+        self._awaiting = {m.metadata.dst_node_id for m in messages}
+        return messages
 
     def aggregate_train(
         self, server_round: int, replies: Iterable[Message]
     ) -> tuple[ArrayRecord | None, MetricRecord | None]:
         """Surgical aggregation of the valid replies; see the module docstring."""
         round_ = server_round + self.round_offset
+        replies = list(replies)
         updates, failed, losses = [], {}, {}
         for reply in replies:
             member = self.members.get(reply.metadata.src_node_id)
@@ -267,6 +271,12 @@ class SurgicalAggregation(Strategy):
                 failed[member.name] = f"malformed reply ({exc})"
                 continue
             updates.append(NodeUpdate(member.name, labels, shared, task, num_examples=n))
+        replied = {reply.metadata.src_node_id for reply in replies}
+        for node_id, member in sorted(self.members.items()):
+            if node_id not in self._awaiting:
+                failed[member.name] = "not connected"
+            elif node_id not in replied:
+                failed[member.name] = "no reply within the round timeout"
         for name, reason in failed.items():
             log(ERROR, "round %d: no update from %r: %s", round_, name, reason)
         entry: dict[str, Any] = {"round": round_, "failed": failed, "loss": losses}

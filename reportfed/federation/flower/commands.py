@@ -1,0 +1,210 @@
+"""``reportfed federation ...``: a Flower federation without learning Flower's commands.
+
+* ``certs``  — a CA and server certificate for a trial (hospitals use their own PKI);
+* ``server`` — the SuperLink that hospitals' nodes and runs connect to;
+* ``node``   — one hospital's SuperNode, training on its own reports table;
+* ``run``    — submit a training run (rounds, hyperparameters) and wait for the global model;
+* ``import`` — a new site takes labels from a global model without training.
+
+TLS is on unless ``--insecure`` is given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from reportfed.errors import ReportfedError
+
+
+def _say(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def _tls(args: argparse.Namespace, option: str) -> Path | None:
+    value = getattr(args, option.replace("-", "_"))
+    if args.insecure:
+        if value:
+            raise ReportfedError(f"--{option} and --insecure exclude each other")
+        return None
+    if not value:
+        raise ReportfedError(
+            f"TLS is the default: give --{option} (see `reportfed federation certs`), "
+            "or --insecure for a trial on a trusted network"
+        )
+    return Path(value)
+
+
+def _exec(cmd: list[str]) -> None:
+    _say("$ " + " ".join(cmd))
+    os.execvp(cmd[0], cmd)
+
+
+def cmd_certs(args: argparse.Namespace) -> None:
+    from reportfed.federation.flower.launch import generate_certificates
+
+    certs = generate_certificates(args.out, hosts=args.host or ["127.0.0.1", "localhost"])
+    _say(f"wrote {certs.ca}, {certs.cert}, {certs.key}; give {certs.ca} to every node")
+
+
+def cmd_server(args: argparse.Namespace) -> None:
+    from reportfed.federation.flower.launch import Certificates, superlink_command
+
+    directory = _tls(args, "certificates")
+    try:
+        certs = Certificates.in_dir(directory) if directory else None
+    except FileNotFoundError as exc:
+        raise ReportfedError(str(exc)) from None
+    _exec(
+        superlink_command(
+            host=args.host,
+            port=args.port,
+            certificates=certs,
+            insecure=args.insecure,
+            database=Path(args.database) if args.database else None,
+        )
+    )
+
+
+def cmd_node(args: argparse.Namespace) -> None:
+    from reportfed.data.table import read_reports
+    from reportfed.federation.flower.launch import supernode_command
+
+    ca = _tls(args, "root-certificates")
+    data = Path(args.data).resolve()
+    table = read_reports(data, require_labels=True)  # fail here, not inside Flower
+    _say(f"{data}: {len(table)} reports, labels {list(table.label_space)}")
+    config: dict[str, str | float] = {
+        "data": str(data),
+        "name": args.name or data.stem,
+        "cache-dir": str(Path(args.cache_dir).resolve()),
+        "val-fraction": args.val_fraction,
+    }
+    for key in ("embedder", "base_url", "lr"):
+        if getattr(args, key) is not None:
+            config[key.replace("_", "-")] = getattr(args, key)
+    _exec(
+        supernode_command(
+            superlink=args.superlink,
+            node_config=config,
+            port=args.port,
+            root_certificates=ca,
+            insecure=args.insecure,
+        )
+    )
+
+
+def _run_config(args: argparse.Namespace) -> dict[str, str | int | float | bool]:
+    config: dict[str, str | int | float | bool] = {
+        "out": str(Path(args.out).resolve()),
+        "rounds": args.rounds,
+        "local-epochs": args.local_epochs,
+        "lr": args.lr,
+        "min-nodes": args.min_nodes,
+        "evaluate-every": args.evaluate_every,
+        "round-timeout": args.round_timeout,
+        "seed": args.seed,
+        "embedder": args.embedder,
+        "resume": not args.no_resume,
+        "dp-noise": args.dp_noise,
+        "dp-clip": args.dp_clip,
+    }
+    return config
+
+
+def cmd_run(args: argparse.Namespace) -> None:
+    from reportfed.federation.flower.launch import run_command, write_flwr_config
+    from reportfed.federation.flower.server_app import HISTORY_FILE, MODEL_FILE
+    from reportfed.paths import cache_dir
+
+    ca = _tls(args, "root-certificates")
+    home = Path(os.environ.get("REPORTFED_FLWR_HOME", cache_dir() / "flwr-home"))
+    write_flwr_config(home, args.superlink, root_certificates=ca, insecure=args.insecure)
+    cmd = run_command(_run_config(args))
+    _say("$ " + " ".join(cmd))
+    done = subprocess.run(cmd, env={**os.environ, "FLWR_HOME": str(home)}, check=False)
+    if done.returncode != 0:
+        raise ReportfedError(f"flwr run exited with {done.returncode} (its log is above)")
+    out = Path(args.out)
+    history = json.loads((out / HISTORY_FILE).read_text()) if (out / HISTORY_FILE).is_file() else []
+    if history:
+        last = history[-1]
+        _say(f"round {last['round']}: accepted {last.get('accepted')}, rejected "
+             f"{sorted(last.get('rejected', {}))}, failed {sorted(last.get('failed', {}))}")
+        if "evaluation" in last:
+            _say(f"macro AUROC on the nodes' held-out rows: {last['evaluation']['macro-auroc']:.4f}")
+    _say(f"global model: {out / MODEL_FILE}")
+
+
+def cmd_import(args: argparse.Namespace) -> None:
+    from reportfed.labeler import ReportLabeler
+
+    labeler = ReportLabeler.load(args.model, progress=False)
+    if args.labels:
+        labeler = labeler.select_labels([s.strip() for s in args.labels.split(",") if s.strip()])
+    labeler.save(args.out)
+    _say(f"wrote {args.out} with labels {list(labeler.classes_)} (no training)")
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add ``federation`` and its subcommands to the ``reportfed`` parser."""
+    from reportfed.paths import embeddings_cache_dir
+
+    fed = sub.add_parser("federation", help="federated training across processes (Flower)")
+    cmds = fed.add_subparsers(dest="federation_command", required=True)
+
+    def tls(p: argparse.ArgumentParser, option: str, what: str) -> None:
+        p.add_argument(f"--{option}", default=None, help=what)
+        p.add_argument("--insecure", action="store_true", help="no TLS (trusted networks only)")
+
+    p = cmds.add_parser("certs", help="create a CA and server certificate for a trial")
+    p.add_argument("--out", required=True, help="directory for ca.crt, server.pem, server.key")
+    p.add_argument("--host", action="append", help="server host name or IP (repeatable)")
+    p.set_defaults(func=cmd_certs)
+
+    p = cmds.add_parser("server", help="start the server endpoint (Flower SuperLink)")
+    p.add_argument("--host", default="0.0.0.0")
+    p.add_argument("--port", type=int, default=9092)
+    tls(p, "certificates", "directory with ca.crt, server.pem, server.key")
+    p.add_argument("--database", default=None, help="persist server state in this SQLite file")
+    p.set_defaults(func=cmd_server)
+
+    p = cmds.add_parser("node", help="start this hospital's node (Flower SuperNode)")
+    p.add_argument("--data", required=True, help="this node's reports table with label columns")
+    p.add_argument("--superlink", required=True, help="server address host:port")
+    p.add_argument("--name", default=None, help="node name (default: the data file's stem)")
+    p.add_argument("--port", type=int, default=9094, help="local port of the node's runtime")
+    tls(p, "root-certificates", "CA certificate that signed the server's certificate")
+    p.add_argument("--embedder", default=None, help="embedder spec (default: the run's)")
+    p.add_argument("--base-url", default=None, help="base URL of an OpenAI-compatible API")
+    p.add_argument("--cache-dir", default=str(embeddings_cache_dir()))
+    p.add_argument("--val-fraction", type=float, default=0.1)
+    p.add_argument("--lr", type=float, default=None, help="node-specific learning rate")
+    p.set_defaults(func=cmd_node)
+
+    p = cmds.add_parser("run", help="run federated training and wait for the global model")
+    p.add_argument("--superlink", required=True, help="server address host:port")
+    p.add_argument("--out", default="reportfed-federation", help="server-side output directory")
+    tls(p, "root-certificates", "CA certificate that signed the server's certificate")
+    p.add_argument("--rounds", type=int, default=20)
+    p.add_argument("--local-epochs", type=int, default=1)
+    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--min-nodes", type=int, default=2)
+    p.add_argument("--evaluate-every", type=int, default=1)
+    p.add_argument("--round-timeout", type=float, default=600.0)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--embedder", default="minilm")
+    p.add_argument("--no-resume", action="store_true", help="start over even if --out has a model")
+    p.add_argument("--dp-noise", type=float, default=0.0, help="DP noise multiplier (0 = off)")
+    p.add_argument("--dp-clip", type=float, default=1.0, help="DP clipping norm of node updates")
+    p.set_defaults(func=cmd_run)
+
+    p = cmds.add_parser("import", help="take labels from a global model without training")
+    p.add_argument("--model", required=True, help="the federation's global model file")
+    p.add_argument("--labels", default=None, help="comma-separated labels (default: all)")
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=cmd_import)

@@ -1,0 +1,57 @@
+"""``reportfed federation ...``: certificates, clear errors before any process starts, and a new
+site importing labels from a global model without training."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from reportfed.cli import main
+from reportfed.federation.engine import FederationConfig
+from reportfed.labeler import ReportLabeler
+from reportfed.labels import LabelSpace
+
+
+def test_certs_then_server_and_node_refuse_to_start_without_tls_material(
+    tmp_path: Path, capsys
+) -> None:  # type: ignore[no-untyped-def]
+    assert main(["federation", "certs", "--out", str(tmp_path / "c")]) == 0
+    assert {p.name for p in (tmp_path / "c").iterdir()} == {"ca.crt", "server.pem", "server.key"}
+    assert (tmp_path / "c" / "server.key").stat().st_mode & 0o077 == 0
+
+    assert main(["federation", "server", "--certificates", str(tmp_path / "nowhere")]) == 2
+    assert "missing certificate file(s)" in capsys.readouterr().err
+    data = tmp_path / "site.csv"
+    data.write_text("Reports,Cardiomegaly\nHeart is enlarged.,1\n")
+    assert main(["federation", "node", "--data", str(data), "--superlink", "h:1"]) == 2
+    assert "TLS is the default" in capsys.readouterr().err
+    nolabels = tmp_path / "nolabels.csv"
+    nolabels.write_text("Reports\nHeart is enlarged.\n")
+    args = ["federation", "node", "--superlink", "h:1", "--insecure", "--data", str(nolabels)]
+    assert main(args) == 2
+    assert "label" in capsys.readouterr().err
+
+
+def test_a_new_site_imports_labels_from_the_global_model(
+    tmp_path: Path, iu_embedded, minilm, capsys
+) -> None:  # type: ignore[no-untyped-def]
+    table, x = iu_embedded
+    space = LabelSpace.of(["Cardiomegaly", "Pleural Effusion", "Atelectasis"])
+    y = table.select_labels(space).labels
+    labeler = ReportLabeler(config=FederationConfig(rounds=2, hidden=(32,)), progress=False)
+    labeler.fit_embeddings(x[:600], y[:600], space, fingerprint=minilm.fingerprint)
+    labeler.save(tmp_path / "global.safetensors")
+
+    out = tmp_path / "mine.safetensors"
+    args = ["federation", "import", "--model", str(tmp_path / "global.safetensors")]
+    assert main([*args, "--labels", "Effusion, Cardiomegaly", "--out", str(out)]) == 0
+    assert "labels ['Pleural Effusion', 'Cardiomegaly'] (no training)" in capsys.readouterr().err
+    mine = ReportLabeler.load(out, progress=False)
+    full = labeler.predict_proba_embeddings(x[600:700])
+    cols = [list(labeler.classes_).index(c) for c in mine.classes_]
+    np.testing.assert_allclose(mine.predict_proba_embeddings(x[600:700]), full[:, cols], rtol=1e-6)
+    np.testing.assert_array_equal(mine.thresholds_, labeler.thresholds_[cols])
+
+    assert main([*args, "--labels", "Fracture", "--out", str(tmp_path / "x.safetensors")]) == 2
+    assert "Fracture" in capsys.readouterr().err
