@@ -334,8 +334,14 @@ class ReportLabeler:
         labeler._set_fitted(
             GlobalState(
                 labels=LabelSpace(tuple(meta["labels"])),
-                shared={k.removeprefix("shared."): v for k, v in tensors.items() if k.startswith("shared.")},
-                task={k.removeprefix("task."): v for k, v in tensors.items() if k.startswith("task.")},
+                shared={
+                    k.removeprefix("shared."): v
+                    for k, v in tensors.items()
+                    if k.startswith("shared.")
+                },
+                task={
+                    k.removeprefix("task."): v for k, v in tensors.items() if k.startswith("task.")
+                },
             ),
             fingerprint=emb["fingerprint"],
             input_dim=int(emb["dim"]),

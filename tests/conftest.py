@@ -57,3 +57,15 @@ def iu_embedded(minilm, embeddings_cache):  # type: ignore[no-untyped-def]
     table = table.fully_annotated()
     x = embed_texts(table.texts, minilm, cache_dir=embeddings_cache, progress=False)
     return table, x
+
+
+@pytest.fixture(scope="session")
+def tables(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Three hospitals' reports tables (see ``flower_nodes.py``) written from IU."""
+    archive = SHARED / "iu" / "NLMCXR_reports.tgz"
+    if not archive.exists():
+        pytest.skip("IU archive not present")
+    os.environ.setdefault("REPORTFED_IU_ARCHIVE", str(archive))
+    from .flower_nodes import write_node_tables
+
+    return write_node_tables(tmp_path_factory.mktemp("nodes"))

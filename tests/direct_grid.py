@@ -13,8 +13,8 @@ from uuid import uuid4
 
 from flwr.app import Context, Error, Message, RecordDict
 from flwr.clientapp import ClientApp
-from flwr.serverapp import Grid
 from flwr.common.constant import SUPERLINK_NODE_ID
+from flwr.serverapp import Grid
 from flwr.supercore.run import Run
 from flwr.supercore.task_identity import TaskIdentity
 
@@ -37,7 +37,10 @@ class DirectGrid(Grid):
 
     def add_node(self, node_id: int, node_config: dict[str, Any]) -> None:
         self.nodes[node_id] = Context(
-            run_id=1, node_id=node_id, node_config=node_config, state=RecordDict(),
+            run_id=1,
+            node_id=node_id,
+            node_config=node_config,
+            state=RecordDict(),
             run_config=self.run_config,
         )
 

@@ -3,12 +3,12 @@ names its findings in the NIH vocabulary), written as the CSVs a hospital would 
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
+import tomllib
 
 from reportfed.data.iu import load_iu
 from reportfed.federation.flower.launch import APP_DIR
@@ -25,7 +25,9 @@ UNION = [
 ]  # fmt: skip
 
 
-def write_node_tables(out: Path, rows: int = 150, labels: dict[str, list[str]] = NODE_LABELS) -> dict[str, Path]:
+def write_node_tables(
+    out: Path, rows: int = 150, labels: dict[str, list[str]] = NODE_LABELS
+) -> dict[str, Path]:
     """One CSV per node (``Report Impression`` + its label columns) from disjoint IU rows."""
     table = load_iu().fully_annotated()
     order = np.random.default_rng(0).permutation(len(table))

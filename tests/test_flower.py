@@ -15,41 +15,26 @@ import pytest
 
 pytest.importorskip("flwr")
 
-from flwr.app import Array, ArrayRecord, Message  # noqa: E402
+from flwr.app import Array, ArrayRecord, Message
 
-from reportfed.aggregation import Arrays, GlobalState  # noqa: E402
-from reportfed.embed.weights import resolve_model_path  # noqa: E402
-from reportfed.federation.engine import FederationConfig, initial_state, run_federation  # noqa: E402
-from reportfed.federation.flower import client_app, server_app  # noqa: E402
-from reportfed.federation.flower.site import load_site  # noqa: E402
-from reportfed.federation.flower.strategy import SurgicalAggregation  # noqa: E402
-from reportfed.federation.flower.wire import ARRAYS, config_record  # noqa: E402
-from reportfed.labeler import ReportLabeler  # noqa: E402
-from reportfed.labels import LabelSpace  # noqa: E402
+from reportfed.aggregation import Arrays, GlobalState
+from reportfed.embed.weights import resolve_model_path
+from reportfed.federation.engine import FederationConfig, initial_state, run_federation
+from reportfed.federation.flower import client_app, server_app
+from reportfed.federation.flower.site import load_site
+from reportfed.federation.flower.strategy import SurgicalAggregation
+from reportfed.federation.flower.wire import ARRAYS, config_record
+from reportfed.labeler import ReportLabeler
+from reportfed.labels import LabelSpace
 
-from .direct_grid import DirectGrid  # noqa: E402
-from .flower_nodes import UNION, run_config, write_node_tables  # noqa: E402
+from .direct_grid import DirectGrid
+from .flower_nodes import UNION, run_config
 
 CONFIG = FederationConfig(rounds=3, hidden=(32, 16), seed=0)
 FLOWER = {"hidden": "32,16", "seed": 0, "evaluate-every": 0}
 
 
-@pytest.fixture(scope="module")
-def tables(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    pytest.importorskip("reportfed.data.iu")
-    from .conftest import SHARED
-
-    if not (SHARED / "iu" / "NLMCXR_reports.tgz").exists():
-        pytest.skip("IU archive not present")
-    import os
-
-    os.environ.setdefault("REPORTFED_IU_ARCHIVE", str(SHARED / "iu" / "NLMCXR_reports.tgz"))
-    return write_node_tables(tmp_path_factory.mktemp("nodes"))
-
-
-def grid_with(
-    tables: dict[str, Path], cache: Path, names: str = "abc", **run: Any
-) -> DirectGrid:
+def grid_with(tables: dict[str, Path], cache: Path, names: str = "abc", **run: Any) -> DirectGrid:
     grid = DirectGrid(client_app.app, run_config(**{**FLOWER, **run}))
     for k, name in enumerate(names):
         grid.add_node(100 + k, {"name": name, "data": str(tables[name]), "cache-dir": str(cache)})

@@ -15,25 +15,28 @@ import pytest
 
 pytest.importorskip("flwr")
 
-from reportfed.federation.engine import FederationConfig, run_federation  # noqa: E402
-from reportfed.federation.flower.launch import generate_certificates  # noqa: E402
-from reportfed.federation.flower.server_app import HISTORY_FILE, MODEL_FILE  # noqa: E402
-from reportfed.federation.flower.site import load_site  # noqa: E402
-from reportfed.labeler import ReportLabeler  # noqa: E402
+from reportfed.federation.engine import FederationConfig, run_federation
+from reportfed.federation.flower.launch import (
+    LoopbackFederation,
+    generate_certificates,
+)
+from reportfed.federation.flower.server_app import HISTORY_FILE, MODEL_FILE
+from reportfed.federation.flower.site import load_site
+from reportfed.labeler import ReportLabeler
 
-from .flower_cluster import Cluster  # noqa: E402
-from .flower_nodes import UNION, write_node_tables  # noqa: E402
-from .test_flower import tables  # noqa: E402, F401 - the module-scoped fixture
+from .flower_nodes import UNION, write_node_tables
 
 RUN = {"hidden": "32,16", "seed": 0, "evaluate-every": 0, "min-nodes": 3, "round-timeout": 45.0}
 
 
 def test_three_hospitals_over_tls_equal_the_in_process_engine_and_resume(
-    tables: dict[str, Path], embeddings_cache: Path, tmp_path: Path  # noqa: F811
+    tables: dict[str, Path],
+    embeddings_cache: Path,
+    tmp_path: Path,
 ) -> None:
     certs = generate_certificates(tmp_path / "certs")
     out = tmp_path / "server"
-    with Cluster(tmp_path, certificates=certs) as cluster:
+    with LoopbackFederation(tmp_path, certificates=certs) as cluster:
         for name in "abc":
             cluster.add_node(name, tables[name], **{"cache-dir": str(embeddings_cache)})
         cluster.run({**RUN, "rounds": 2, "out": str(out)})
@@ -54,11 +57,13 @@ def test_three_hospitals_over_tls_equal_the_in_process_engine_and_resume(
 
 
 def test_a_node_killed_in_round_two_and_a_poisoned_node(
-    tables: dict[str, Path], embeddings_cache: Path, tmp_path: Path  # noqa: F811
+    tables: dict[str, Path],
+    embeddings_cache: Path,
+    tmp_path: Path,
 ) -> None:
     extra = write_node_tables(tmp_path, rows=60, labels={"d": ["Cardiomegaly", "Edema"]})
     out = tmp_path / "server"
-    with Cluster(tmp_path) as cluster:
+    with LoopbackFederation(tmp_path) as cluster:
         for name in "abc":
             cluster.add_node(name, tables[name], **{"cache-dir": str(embeddings_cache)})
         cluster.add_node("d", extra["d"], lr=1e30, **{"cache-dir": str(embeddings_cache)})

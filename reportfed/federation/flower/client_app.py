@@ -2,8 +2,10 @@
 
 Node config (``flower-supernode --node-config`` or ``reportfed federation node``):
 
-* ``data`` (required) — the node's reports table with label columns (CSV or Parquet);
-* ``name`` — the node's name in logs and the model file (default ``node-<id>``);
+* ``data`` (required) — the node's reports table with label columns (CSV or Parquet); under the
+  simulation engine, virtual node ``partition-id`` reads the table of that index in the run
+  config's comma-separated ``partitions``;
+* ``name`` — the node's name in logs and the model file (default: the table's file stem);
 * ``embedder``, ``base-url`` — embedder spec (default: the run's ``embedder``);
 * ``cache-dir`` — the node's embedding cache (default ``$REPORTFED_EMBEDDINGS_CACHE``);
 * ``val-fraction`` (0.1) — rows held out for evaluation and thresholds;
@@ -18,14 +20,15 @@ Youden threshold on the held-out rows). Only weights and metrics leave the node.
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 from flwr.app import ConfigRecord, Context, Message, MetricRecord, RecordDict
+from flwr.app.message_type import MessageType
 from flwr.clientapp import ClientApp
 from flwr.clientapp.mod import fixedclipping_mod
-from flwr.app.message_type import MessageType
 from flwr.supercore.differential_privacy import KEY_CLIPPING_NORM
 
 from reportfed.aggregation import GlobalState
@@ -46,18 +49,28 @@ from reportfed.model import ReportMLP, load_arrays
 from reportfed.paths import embeddings_cache_dir
 from reportfed.train import predict_proba
 
+
+def _data(context: Context) -> str:
+    node, run = context.node_config, context.run_config
+    if node.get("data"):
+        return str(node["data"])
+    partitions = [p for p in str(run.get("partitions", "")).split(",") if p]
+    if "partition-id" in node and partitions:  # simulation engine: virtual nodes by partition
+        return partitions[int(node["partition-id"])]
+    raise ReportfedError("node config has no 'data' (the path of this node's reports table)")
+
+
 def _site(context: Context) -> Site:
     node, run = context.node_config, context.run_config
-    if "data" not in node:
-        raise ReportfedError("node config has no 'data' (the path of this node's reports table)")
+    data = _data(context)
     return load_site(
-        str(node["data"]),
-        name=str(node.get("name") or f"node-{context.node_id}"),
+        data,
+        name=str(node.get("name") or Path(data).stem),
         embedder=str(node.get("embedder") or run.get("embedder", "minilm")),
         base_url=str(node["base-url"]) if node.get("base-url") else None,
         cache_dir=str(node.get("cache-dir") or embeddings_cache_dir()),
-        val_fraction=float(node.get("val-fraction", 0.1)),  # type: ignore[arg-type]
-        seed=int(run.get("seed", 0)),  # type: ignore[arg-type]
+        val_fraction=float(node.get("val-fraction", 0.1)),
+        seed=int(run.get("seed", 0)),
         uncertain=str(node.get("uncertain", "zeros")),  # type: ignore[arg-type]
     )
 
@@ -67,9 +80,9 @@ def _reply(msg: Message, records: dict[str, Any]) -> Message:
 
 
 def _received(msg: Message) -> tuple[GlobalState, ConfigRecord]:
-    meta = msg.content[META]
+    meta = msg.content.config_records[META]
     labels = LabelSpace.of([str(x) for x in meta["labels"]], allow_unknown=True)  # type: ignore[union-attr]
-    shared, task = from_record(msg.content[ARRAYS])
+    shared, task = from_record(msg.content.array_records[ARRAYS])
     return GlobalState(labels, shared, task), meta
 
 
@@ -91,7 +104,7 @@ def optional_clipping(msg: Message, context: Context, call_next: Any) -> Message
     meta = msg.content.config_records.get(META)
     if msg.metadata.message_type == MessageType.TRAIN and meta and KEY_CLIPPING_NORM in meta:
         return fixedclipping_mod(msg, context, call_next)
-    return call_next(msg, context)  # type: ignore[no-any-return]
+    return call_next(msg, context)
 
 
 app = ClientApp(mods=[optional_clipping])
@@ -119,7 +132,7 @@ def train(msg: Message, context: Context) -> Message:
     state, meta = _received(msg)
     config = federation_config(meta)
     if "lr" in context.node_config:
-        config = replace(config, lr=float(context.node_config["lr"]))  # type: ignore[arg-type]
+        config = replace(config, lr=float(context.node_config["lr"]))
     dim = int(site.node.x.shape[1])
     state = _with_own_labels(state, site.node.labels, dim, config)
     update, loss = local_round(

@@ -133,10 +133,14 @@ def cmd_run(args: argparse.Namespace) -> None:
     history = json.loads((out / HISTORY_FILE).read_text()) if (out / HISTORY_FILE).is_file() else []
     if history:
         last = history[-1]
-        _say(f"round {last['round']}: accepted {last.get('accepted')}, rejected "
-             f"{sorted(last.get('rejected', {}))}, failed {sorted(last.get('failed', {}))}")
+        _say(
+            f"round {last['round']}: accepted {last.get('accepted')}, rejected "
+            f"{sorted(last.get('rejected', {}))}, failed {sorted(last.get('failed', {}))}"
+        )
         if "evaluation" in last:
-            _say(f"macro AUROC on the nodes' held-out rows: {last['evaluation']['macro-auroc']:.4f}")
+            _say(
+                f"macro AUROC on the nodes' held-out rows: {last['evaluation']['macro-auroc']:.4f}"
+            )
     _say(f"global model: {out / MODEL_FILE}")
 
 
@@ -150,7 +154,7 @@ def cmd_import(args: argparse.Namespace) -> None:
     _say(f"wrote {args.out} with labels {list(labeler.classes_)} (no training)")
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(sub: argparse._SubParsersAction) -> None:
     """Add ``federation`` and its subcommands to the ``reportfed`` parser."""
     from reportfed.paths import embeddings_cache_dir
 

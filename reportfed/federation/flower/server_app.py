@@ -16,8 +16,8 @@ saved round.
 from __future__ import annotations
 
 import json
-from logging import INFO, WARNING
 from dataclasses import asdict
+from logging import INFO, WARNING
 from pathlib import Path
 from typing import Any
 
@@ -119,15 +119,18 @@ def main(grid: Grid, context: Context) -> None:
     )
     done = resumed[1] if resumed else 0
     if done >= config.rounds:
-        log(WARNING, "%s already holds round %d of %d: nothing to do", out / MODEL_FILE, done,
-            config.rounds)
+        log(
+            WARNING,
+            "%s already holds round %d of %d: nothing to do",
+            out / MODEL_FILE,
+            done,
+            config.rounds,
+        )
         return
     if resumed:
         strategy.history = [e for e in resumed[3] if e.get("round", 0) <= done]
     remaining = config.rounds - done
-    initial = strategy.register(
-        grid, remaining, resume=(resumed[0], done) if resumed else None
-    )
+    initial = strategy.register(grid, remaining, resume=(resumed[0], done) if resumed else None)
 
     def checkpoint(server_round: int, arrays: ArrayRecord) -> MetricRecord | None:
         if server_round > 0:

@@ -32,9 +32,9 @@ from typing import Any
 
 import numpy as np
 from flwr.app import ArrayRecord, ConfigRecord, Message, MetricRecord, RecordDict
-from flwr.supercore import log
 from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Strategy
+from flwr.supercore import log
 
 from reportfed.aggregation import (
     Arrays,
@@ -111,6 +111,7 @@ class SurgicalAggregation(Strategy):
         self.history: list[dict[str, Any]] = []
         self._previous: GlobalState | None = None
         self._awaiting: set[int] = set()
+        self._started = 0.0
 
     # -- registration --------------------------------------------------------------------------
     def register(
@@ -170,7 +171,7 @@ class SurgicalAggregation(Strategy):
                 log(WARNING, "node %d did not answer the query: %s", node_id, reply.error.reason)
                 continue
             try:
-                meta = reply.content[META]
+                meta = reply.content.config_records[META]
                 infos.append(
                     (
                         node_id,
@@ -178,7 +179,7 @@ class SurgicalAggregation(Strategy):
                         LabelSpace.of(list(meta["labels"]), allow_unknown=True),  # type: ignore[arg-type]
                         str(meta["fingerprint"]),
                         int(meta["dim"]),  # type: ignore[arg-type]
-                        int(reply.content[METRICS]["num-examples"]),  # type: ignore[arg-type]
+                        int(reply.content.metric_records[METRICS]["num-examples"]),  # type: ignore[arg-type]
                     )
                 )
             except (KeyError, TypeError, ValueError, LabelError) as exc:
@@ -245,6 +246,7 @@ class SurgicalAggregation(Strategy):
         self._previous = self.global_state(arrays)
         messages = self._messages("train", server_round, arrays, config, grid)
         self._awaiting = {m.metadata.dst_node_id for m in messages}
+        self._started = time.perf_counter()
         return messages
 
     def aggregate_train(
@@ -262,9 +264,9 @@ class SurgicalAggregation(Strategy):
                 failed[member.name] = f"node error: {reply.error.reason}"
                 continue
             try:
-                shared, task = from_record(reply.content[ARRAYS])
-                labels = [str(x) for x in reply.content[META]["labels"]]  # type: ignore[union-attr]
-                metrics = reply.content[METRICS]
+                shared, task = from_record(reply.content.array_records[ARRAYS])
+                labels = [str(x) for x in reply.content.config_records[META]["labels"]]  # type: ignore[union-attr]
+                metrics = reply.content.metric_records[METRICS]
                 n = int(metrics["num-examples"])  # type: ignore[arg-type]
                 losses[member.name] = float(metrics["train-loss"])  # type: ignore[arg-type]
             except (KeyError, TypeError, ValueError) as exc:
@@ -280,9 +282,12 @@ class SurgicalAggregation(Strategy):
         for name, reason in failed.items():
             log(ERROR, "round %d: no update from %r: %s", round_, name, reason)
         entry: dict[str, Any] = {"round": round_, "failed": failed, "loss": losses}
+        entry["seconds"] = round(time.perf_counter() - self._started, 3)
         self.history.append(entry)
         if len(updates) < self.min_nodes:
-            log(WARNING, "round %d: %d update(s) < min_nodes; model unchanged", round_, len(updates))
+            log(
+                WARNING, "round %d: %d update(s) < min_nodes; model unchanged", round_, len(updates)
+            )
             entry.update(accepted=[u.node_id for u in updates], rejected={}, aggregated=False)
             return None, None
         result = aggregate(updates, self._previous, weighting=self.weighting, on_invalid="drop")
@@ -290,8 +295,12 @@ class SurgicalAggregation(Strategy):
             log(ERROR, "round %d: rejected the update of %r: %s", round_, name, reason)
         entry.update(accepted=result.accepted, rejected=result.rejected)
         if len(result.accepted) < self.min_nodes:
-            log(WARNING, "round %d: %d valid update(s) < min_nodes; model unchanged", round_,
-                len(result.accepted))
+            log(
+                WARNING,
+                "round %d: %d valid update(s) < min_nodes; model unchanged",
+                round_,
+                len(result.accepted),
+            )
             entry["aggregated"] = False
             return None, None
         entry["aggregated"] = True
@@ -332,8 +341,8 @@ class SurgicalAggregation(Strategy):
             if member is None or reply.has_error():
                 continue
             try:
-                labels = [str(x) for x in reply.content[META]["labels"]]  # type: ignore[union-attr]
-                m = reply.content[METRICS]
+                labels = [str(x) for x in reply.content.config_records[META]["labels"]]  # type: ignore[union-attr]
+                m = reply.content.metric_records[METRICS]
                 columns = [m["n"], m["auroc"], m["threshold"]]
                 stats = np.asarray(columns, dtype=np.float64).reshape(3, len(labels))
             except (KeyError, TypeError, ValueError) as exc:
@@ -346,7 +355,7 @@ class SurgicalAggregation(Strategy):
                     sums[label] += (n, n * auc, n * thr)
         if not sums:
             return None
-        out: dict[str, float] = {}
+        out: dict[str, int | float | list[int] | list[float]] = {}
         for label in self.labels:
             if label in sums:
                 n, auc, thr = sums[label]
@@ -361,8 +370,17 @@ class SurgicalAggregation(Strategy):
 
     def summary(self) -> None:
         """Log the strategy's settings."""
-        log(INFO, "\t├── SurgicalAggregation: min_nodes=%d, weighting=%s, evaluate_every=%d",
-            self.min_nodes, self.weighting, self.evaluate_every)
-        log(INFO, "\t└── %d node(s), %d label(s): %s", len(self.members), len(self.labels),
-            list(self.labels))
-
+        log(
+            INFO,
+            "\t├── SurgicalAggregation: min_nodes=%d, weighting=%s, evaluate_every=%d",
+            self.min_nodes,
+            self.weighting,
+            self.evaluate_every,
+        )
+        log(
+            INFO,
+            "\t└── %d node(s), %d label(s): %s",
+            len(self.members),
+            len(self.labels),
+            list(self.labels),
+        )

@@ -41,7 +41,6 @@ def from_record(record: ArrayRecord) -> tuple[dict[str, np.ndarray], dict[str, n
     return shared, task
 
 
-
 def config_record(config: FederationConfig) -> ConfigRecord:
     """The training hyperparameters the server sends with every train message."""
     return ConfigRecord(

@@ -1,0 +1,120 @@
+"""The same federated run on three engines, timed in one invocation:
+
+* in-process (``reportfed.federation.engine.run_federation``);
+* Flower's simulation engine (a SuperLink in simulation mode, virtual nodes on Ray);
+* Flower's deployment engine (SuperLink + one SuperNode process per hospital, loopback).
+
+Nodes are IID chunks of the IU reports (13 CheXpert findings, no shared label: the paper's K-node
+protocol), written as the CSV tables hospitals would hold. Every engine must give the same global
+model; the script prints the largest difference next to the timings.
+
+    python benchmarks/flower_engines.py                # K=2, 20 rounds and K=3, 3 rounds
+    python benchmarks/flower_engines.py --skip simulation
+
+Needs the ``[flower]`` extra, and ``flwr[simulation]`` (Ray) for the simulation engine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from reportfed.aggregation import GlobalState
+from reportfed.data.iu import load_iu
+from reportfed.federation.engine import FederationConfig, run_federation
+from reportfed.federation.flower.launch import LoopbackFederation
+from reportfed.federation.flower.server_app import HISTORY_FILE, MODEL_FILE
+from reportfed.federation.flower.site import load_site
+from reportfed.io import atomic_write
+from reportfed.labeler import ReportLabeler
+from reportfed.labels import CHEXPERT_13
+from reportfed.paths import embeddings_cache_dir
+from reportfed.protocol import Protocol, partition
+
+
+def node_tables(out: Path, k: int, seed: int = 0) -> list[Path]:
+    """The training rows of a K-node IU partition, one CSV per node with its labels only."""
+    table = load_iu().select_labels(list(CHEXPERT_13)).fully_annotated()
+    rng = np.random.default_rng(seed)
+    train, _, site, spaces = partition(len(table), table.label_space, Protocol(n_nodes=k), rng)
+    paths = []
+    for node, space in enumerate(spaces):
+        rows = train[site == node]
+        sub = table.subset(rows).select_labels(space)
+        frame = pd.DataFrame({"Reports": sub.texts, **dict(zip(space, sub.labels.T, strict=True))})
+        paths.append(out / f"site{node}.csv")
+        frame.to_csv(paths[-1], index=False)
+    return paths
+
+
+def max_diff(model: ReportLabeler, state: GlobalState) -> float:
+    """Largest absolute weight difference between a saved model and an engine's state."""
+    pairs = [(model.state_.shared, state.shared), (model.state_.task, state.task)]
+    return max(float(np.abs(x[k] - y[k]).max()) for x, y in pairs for k in x)
+
+
+def bench(k: int, rounds: int, skip: set[str], work: Path) -> list[dict[str, object]]:
+    paths = node_tables(work, k)
+    cache = str(embeddings_cache_dir().resolve())
+    run = {"rounds": rounds, "min-nodes": k, "evaluate-every": 0, "round-timeout": 600.0}
+    rows: list[dict[str, object]] = []
+
+    nodes = [load_site(p, name=p.stem, cache_dir=cache).node for p in paths]  # embeds once
+    start = time.perf_counter()
+    reference = run_federation(nodes, FederationConfig(rounds=rounds), progress=False).state
+    wall = time.perf_counter() - start
+    rows.append({"engine": "in-process", "wall_s": wall, "round_s": wall / rounds, "diff": 0.0})
+
+    for engine in ("simulation", "deployment"):
+        if engine in skip:
+            continue
+        root = work / engine
+        root.mkdir()
+        sim = k if engine == "simulation" else None
+        with LoopbackFederation(root, simulation_nodes=sim) as fed:
+            if sim is None:
+                for p in paths:
+                    fed.add_node(p.stem, p, **{"cache-dir": cache})
+            extra = {"partitions": ",".join(map(str, paths))} if sim else {}
+            start = time.perf_counter()
+            fed.run({**run, "out": str(root / "out"), **extra})
+            wall = time.perf_counter() - start
+        history = json.loads((root / "out" / HISTORY_FILE).read_text())
+        model = ReportLabeler.load(root / "out" / MODEL_FILE, progress=False)
+        rows.append(
+            {
+                "engine": engine,
+                "wall_s": wall,
+                "round_s": float(np.mean([e["seconds"] for e in history])),
+                "diff": max_diff(model, reference),
+            }
+        )
+    for row in rows:
+        row.update(nodes=k, rounds=rounds, ratio=float(row["wall_s"]) / float(rows[0]["wall_s"]))
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--skip", action="append", default=[], choices=["simulation", "deployment"])
+    parser.add_argument("--out", default="benchmarks/results/flower_engines.json")
+    args = parser.parse_args()
+    rows = []
+    for k, rounds in ((3, 3), (2, 20)):
+        with tempfile.TemporaryDirectory() as tmp:
+            rows += bench(k, rounds, set(args.skip), Path(tmp))
+    frame = pd.DataFrame(rows)[
+        ["nodes", "rounds", "engine", "wall_s", "round_s", "ratio", "diff"]
+    ]
+    print(frame.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    atomic_write(args.out, json.dumps(rows, indent=1).encode())
+
+
+if __name__ == "__main__":
+    main()
