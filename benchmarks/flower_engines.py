@@ -109,9 +109,7 @@ def main() -> None:
     for k, rounds in ((3, 3), (2, 20)):
         with tempfile.TemporaryDirectory() as tmp:
             rows += bench(k, rounds, set(args.skip), Path(tmp))
-    frame = pd.DataFrame(rows)[
-        ["nodes", "rounds", "engine", "wall_s", "round_s", "ratio", "diff"]
-    ]
+    frame = pd.DataFrame(rows)[["nodes", "rounds", "engine", "wall_s", "round_s", "ratio", "diff"]]
     print(frame.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     atomic_write(args.out, json.dumps(rows, indent=1).encode())
 

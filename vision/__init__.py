@@ -1,0 +1,11 @@
+"""Chest X-ray image classifiers on reportfed's aggregation core.
+
+* :mod:`vision.models` — MONAI DenseNet121 / ViT split into a representation block and a task block;
+* :mod:`vision.data` — image tables (path + label columns in any vocabulary; NIH, CheXpert and
+  MIMIC-CXR-JPG layouts), loading, preprocessing and training-side augmentation;
+* :mod:`vision.synthetic` — chest-X-ray-like images whose labels are learnable, for tests and CPU runs;
+* :mod:`vision.federation` — local training and federated rounds through
+  :func:`reportfed.aggregation.aggregate` (FedAvg, FedBN or FedBN+ for the representation block).
+
+Needs the ``[vision]`` extra (``monai``, ``einops``, ``pillow``). GPU when present, CPU otherwise.
+"""
