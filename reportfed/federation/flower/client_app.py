@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from flwr.app import ConfigRecord, Context, Message, MetricRecord, RecordDict
+from flwr.app import ConfigRecord, Context, Message, MetricRecord
 from flwr.app.message_type import MessageType
 from flwr.clientapp import ClientApp
 from flwr.clientapp.mod import fixedclipping_mod
@@ -39,12 +39,13 @@ from reportfed.federation.flower.wire import (
     ARRAYS,
     META,
     METRICS,
+    evaluation_reply,
     federation_config,
-    from_record,
+    reply,
     to_record,
+    unpack,
 )
 from reportfed.labels import LabelSpace
-from reportfed.metrics import auroc, youden_thresholds
 from reportfed.model import ReportMLP, load_arrays
 from reportfed.paths import embeddings_cache_dir
 from reportfed.train import predict_proba
@@ -73,17 +74,6 @@ def _site(context: Context) -> Site:
         seed=int(run.get("seed", 0)),
         uncertain=str(node.get("uncertain", "zeros")),  # type: ignore[arg-type]
     )
-
-
-def _reply(msg: Message, records: dict[str, Any]) -> Message:
-    return Message(RecordDict(records), reply_to=msg)
-
-
-def _received(msg: Message) -> tuple[GlobalState, ConfigRecord]:
-    meta = msg.content.config_records[META]
-    labels = LabelSpace.of([str(x) for x in meta["labels"]], allow_unknown=True)  # type: ignore[union-attr]
-    shared, task = from_record(msg.content.array_records[ARRAYS])
-    return GlobalState(labels, shared, task), meta
 
 
 def _with_own_labels(
@@ -122,14 +112,14 @@ def query(msg: Message, context: Context) -> Message:
             "dim": int(site.node.x.shape[1]),
         }
     )
-    return _reply(msg, {META: meta, METRICS: MetricRecord({"num-examples": len(site.node.x)})})
+    return reply(msg, {META: meta, METRICS: MetricRecord({"num-examples": len(site.node.x)})})
 
 
 @app.train()
 def train(msg: Message, context: Context) -> Message:
     """One round of local training from the received shared block and label rows."""
     site = _site(context)
-    state, meta = _received(msg)
+    state, meta = unpack(msg)
     config = federation_config(meta)
     if "lr" in context.node_config:
         config = replace(config, lr=float(context.node_config["lr"]))
@@ -142,7 +132,7 @@ def train(msg: Message, context: Context) -> Message:
         round_=int(meta["round"]) - 1,  # type: ignore[arg-type]
         node_index=int(meta["node-index"]),  # type: ignore[arg-type]
     )
-    return _reply(
+    return reply(
         msg,
         {
             ARRAYS: to_record(update.shared, update.task),
@@ -156,22 +146,11 @@ def train(msg: Message, context: Context) -> Message:
 def evaluate(msg: Message, context: Context) -> Message:
     """Per-label AUROC and Youden threshold of the received rows on the held-out rows."""
     site = _site(context)
-    state, meta = _received(msg)
+    state, meta = unpack(msg)
     config = federation_config(meta)
     labels = [name for name in state.labels if name in site.node.labels]
     model = ReportMLP(int(site.node.x.shape[1]), len(state.labels), config.hidden, config.dropout)
     load_arrays(model, state.shared, state.task)
     y = site.val_y[:, site.node.labels.indices(labels)]
     p = predict_proba(model, torch.from_numpy(site.val_x))[:, state.labels.indices(labels)]
-    n = (~np.isnan(y)).sum(axis=0) if len(y) else np.zeros(len(labels), dtype=int)
-    aucs = auroc(y, p) if len(y) else np.full(len(labels), np.nan)
-    thresholds = youden_thresholds(y, p) if len(y) else np.full(len(labels), 0.5)
-    metrics = MetricRecord(
-        {
-            "num-examples": len(site.val_x),
-            "n": [int(v) for v in n],
-            "auroc": [float(v) for v in aucs],
-            "threshold": [float(v) for v in thresholds],
-        }
-    )
-    return _reply(msg, {META: ConfigRecord({"labels": labels}), METRICS: metrics})
+    return evaluation_reply(msg, labels, y, p)

@@ -5,11 +5,15 @@
 
 from __future__ import annotations
 
-import numpy as np
-from flwr.app import Array, ArrayRecord, ConfigRecord
+from typing import Any
 
-from reportfed.aggregation import Arrays
+import numpy as np
+from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MetricRecord, RecordDict
+
+from reportfed.aggregation import Arrays, GlobalState
 from reportfed.federation.engine import FederationConfig
+from reportfed.labels import LabelSpace
+from reportfed.metrics import auroc, youden_thresholds
 
 SHARED = "shared."
 TASK = "task."
@@ -65,3 +69,33 @@ def federation_config(record: ConfigRecord) -> FederationConfig:
         dropout=float(record["dropout"]),  # type: ignore[arg-type]
         seed=int(record["seed"]),  # type: ignore[arg-type]
     )
+
+
+def reply(msg: Message, records: dict[str, Any]) -> Message:
+    """A node's reply to ``msg`` carrying ``records``."""
+    return Message(RecordDict(records), reply_to=msg)
+
+
+def unpack(msg: Message) -> tuple[GlobalState, ConfigRecord]:
+    """The global rows a node received (labels from the ConfigRecord) and that ConfigRecord."""
+    meta = msg.content.config_records[META]
+    labels = LabelSpace.of([str(x) for x in meta["labels"]], allow_unknown=True)  # type: ignore[union-attr]
+    shared, task = from_record(msg.content.array_records[ARRAYS])
+    return GlobalState(labels, shared, task), meta
+
+
+def evaluation_reply(msg: Message, labels: list[str], y: np.ndarray, p: np.ndarray) -> Message:
+    """A node's evaluation: per-label annotated rows, AUROC and Youden threshold of ``p`` on its
+    held-out labels ``y`` (columns in ``labels`` order)."""
+    n = (~np.isnan(y)).sum(axis=0) if len(y) else np.zeros(len(labels), dtype=int)
+    aucs = auroc(y, p) if len(y) else np.full(len(labels), np.nan)
+    thresholds = youden_thresholds(y, p) if len(y) else np.full(len(labels), 0.5)
+    metrics = MetricRecord(
+        {
+            "num-examples": len(y),
+            "n": [int(v) for v in n],
+            "auroc": [float(v) for v in aucs],
+            "threshold": [float(v) for v in thresholds],
+        }
+    )
+    return reply(msg, {META: ConfigRecord({"labels": labels}), METRICS: metrics})
