@@ -3,6 +3,7 @@ combining report and image models."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -200,3 +201,31 @@ def test_combine_report_and_image_models_and_label_images_from_reports(
     labelled = table_from_report_labels(reports, val_texts, val_paths)
     assert list(labelled.label_space) == ["Cardiomegaly", "Edema"]
     np.testing.assert_array_equal(labelled.labels, reports.predict(val_texts))
+
+
+def test_image_federation_through_the_flower_strategy_with_fedbn(federation, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    pytest.importorskip("flwr")
+    from flwr.app import Context, RecordDict
+    from safetensors import safe_open
+
+    from vision.flower_app import client_app, server_app
+
+    from .direct_grid import DirectGrid
+
+    nodes, _, _, _ = federation
+    run = {"arch": "densenet121", "image-size": 64, "rounds": 4, "lr": 1e-3, "batch-size": 16,
+           "norm": "fedbn", "min-nodes": 3, "evaluate-every": 4, "out": str(tmp_path)}  # fmt: skip
+    grid = DirectGrid(client_app, run)
+    for k, node in enumerate(nodes):
+        csv = node.table.paths[0].parent / "labels.csv"
+        grid.add_node(10 + k, {"images": str(csv), "name": node.name, "val-fraction": 0.3})
+    server_app(
+        grid, Context(run_id=1, node_id=0, node_config={}, state=RecordDict(), run_config=run)
+    )
+    with safe_open(str(tmp_path / "global.safetensors"), framework="numpy") as f:
+        meta = json.loads(f.metadata()["reportfed-vision"])
+        assert not any("norm" in k for k in f.keys())  # noqa: SIM118 - FedBN layers stay on the nodes
+    evaluation = meta["history"][-1]["evaluation"]
+    assert evaluation["macro-auroc"] > 0.75
+    assert min(v for k, v in evaluation.items() if k.startswith("auroc/")) > 0.6
+    assert all("local" in ctx.state.array_records for ctx in grid.nodes.values())

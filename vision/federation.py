@@ -150,7 +150,8 @@ def predict_images(
     return torch.cat(out).numpy()
 
 
-def _local_keys(model: ImageClassifier, norm: NormStrategy) -> list[str]:
+def local_keys(model: ImageClassifier, norm: NormStrategy) -> list[str]:
+    """Representation keys that stay on the node under ``norm`` (see module docstring)."""
     if norm == "fedbn":
         return norm_keys(model)
     if norm == "fedbn+":
@@ -179,7 +180,7 @@ def run_image_federation(
         )  # fmt: skip
 
     reference = build(len(union))
-    local = _local_keys(reference, config.norm)
+    local = local_keys(reference, config.norm)
     shared, task = to_arrays(reference, skip=local)
     state = GlobalState(union, shared, task)
     models = {n.name: build(len(n.table.label_space)) for n in nodes}
@@ -221,7 +222,7 @@ def global_image_model(
         image_size=config.image_size, checkpoint=config.checkpoint, **config.vit_options,
     )  # fmt: skip
     if local_from is not None:
-        keys = _local_keys(model, config.norm)
+        keys = local_keys(model, config.norm)
         own = local_from.representation.state_dict()
         model.representation.load_state_dict({k: own[k] for k in keys}, strict=False)
     load_arrays(model, state.shared, state.task)

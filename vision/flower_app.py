@@ -1,0 +1,225 @@
+"""Image federation on Flower: the reports' :class:`SurgicalAggregation` strategy, unchanged, with
+an image ``ClientApp`` (``client_app``) and ``ServerApp`` (``server_app``).
+
+Node config: ``images`` (an image table, see :mod:`vision.data`), ``layout``, ``image-root``,
+``name``, ``val-fraction`` (0.1). Run config: ``arch``, ``image-size``, ``in-channels``, ``norm``
+(fedavg | fedbn | fedbn+), ``rounds``, ``local-epochs``, ``lr``, ``batch-size``, ``seed``,
+``min-nodes``, ``round-timeout``, ``out``. Under FedBN a node's normalisation layers live in its
+Flower ``context.state`` between rounds and never leave it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from flwr.app import Array, ArrayRecord, ConfigRecord, Context, Message, MetricRecord
+from flwr.clientapp import ClientApp
+from flwr.serverapp import Grid, ServerApp
+from safetensors.numpy import save
+
+from reportfed.aggregation import Arrays, node_arrays
+from reportfed.errors import ReportfedError
+from reportfed.federation.flower.site import split_rows
+from reportfed.federation.flower.strategy import SurgicalAggregation
+from reportfed.federation.flower.wire import (
+    ARRAYS,
+    META,
+    METRICS,
+    evaluation_reply,
+    reply,
+    to_record,
+    unpack,
+)
+from reportfed.io import atomic_write
+from reportfed.labels import LabelSpace
+from reportfed.model import load_arrays, to_arrays
+from vision.data import ImageTable, read_image_table
+from vision.federation import (
+    ImageFederationConfig,
+    local_keys,
+    predict_images,
+    train_images,
+)
+from vision.models import ImageClassifier, build_model, set_representation_trainable
+
+LOCAL = "local"  #: context.state key of a node's FedBN layers
+
+
+def image_config(run: dict[str, Any]) -> ImageFederationConfig:
+    """The image federation settings in a run config (defaults for keys not given)."""
+    d = ImageFederationConfig()
+    return ImageFederationConfig(
+        arch=str(run.get("arch", d.arch)),  # type: ignore[arg-type]
+        rounds=int(run.get("rounds", d.rounds)),
+        local_epochs=int(run.get("local-epochs", d.local_epochs)),
+        lr=float(run.get("lr", d.lr)),
+        batch_size=int(run.get("batch-size", d.batch_size)),
+        image_size=int(run.get("image-size", d.image_size)),
+        in_channels=int(run.get("in-channels", d.in_channels)),
+        norm=str(run.get("norm", d.norm)),  # type: ignore[arg-type]
+        warmup_rounds=int(run.get("warmup-rounds", d.warmup_rounds)),
+        seed=int(run.get("seed", d.seed)),
+    )
+
+
+def _fingerprint(config: ImageFederationConfig) -> str:
+    size = config.image_size
+    return f"image:{config.arch}:{size}x{size}x{config.in_channels}:{config.norm}"
+
+
+@dataclass
+class _Node:
+    name: str
+    train: ImageTable
+    val: ImageTable
+    config: ImageFederationConfig
+
+
+def _node(context: Context) -> _Node:
+    node = context.node_config
+    if not node.get("images"):
+        raise ReportfedError("node config has no 'images' (the path of this node's image table)")
+    table = read_image_table(
+        str(node["images"]),
+        image_root=str(node["image-root"]) if node.get("image-root") else None,
+        layout=str(node.get("layout", "table")),  # type: ignore[arg-type]
+    )
+    config = image_config(dict(context.run_config))
+    fit, val = split_rows(len(table), float(node.get("val-fraction", 0.1)), config.seed)  # type: ignore[arg-type]
+    name = str(node.get("name") or Path(str(node["images"])).parent.name)
+    return _Node(name, table.subset(fit), table.subset(val), config)
+
+
+def _model(node: _Node, context: Context, n_labels: int) -> ImageClassifier:
+    import torch
+
+    torch.manual_seed(node.config.seed)
+    config = node.config
+    model = build_model(
+        config.arch, n_labels, in_channels=config.in_channels, image_size=config.image_size
+    )
+    if LOCAL in context.state.array_records:  # this node's own normalisation layers
+        own = context.state.array_records[LOCAL]
+        load_arrays(model, {k: own[k].numpy() for k in own}, {})
+    return model
+
+
+client_app = ClientApp()
+
+
+@client_app.query()
+def query(msg: Message, context: Context) -> Message:
+    """Name, labels, model fingerprint (architecture, input, norm strategy), image size, rows."""
+    node = _node(context)
+    meta = ConfigRecord(
+        {
+            "name": node.name,
+            "labels": list(node.train.label_space),
+            "fingerprint": _fingerprint(node.config),
+            "dim": node.config.image_size,
+        }
+    )
+    return reply(msg, {META: meta, METRICS: MetricRecord({"num-examples": len(node.train)})})
+
+
+@client_app.train()
+def train(msg: Message, context: Context) -> Message:
+    """Load the global shared block and this node's rows, train, keep FedBN layers local."""
+    node = _node(context)
+    state, meta = unpack(msg)
+    labels = node.train.label_space
+    model = _model(node, context, len(labels))
+    known = [c for c in labels if c in state.labels]
+    shared, task = node_arrays(state, known)
+    rows = labels.indices(known)
+    full_task = {k: v.detach().numpy().copy() for k, v in model.task.state_dict().items()}
+    for key in full_task:
+        full_task[key][rows] = task[key]
+    load_arrays(model, shared, full_task)
+    round_ = int(meta["round"])  # type: ignore[arg-type]
+    set_representation_trainable(model, round_ > node.config.warmup_rounds)
+    loss, speed = train_images(
+        model,
+        node.train,
+        node.config,
+        epochs=node.config.local_epochs,
+        seed=node.config.seed * 100_003 + (round_ - 1) * 1_009 + int(meta["node-index"]),  # type: ignore[arg-type]
+        freeze_bn_stats=node.config.norm == "fedbn+",
+    )
+    keep = local_keys(model, node.config.norm)
+    if keep:
+        own = model.representation.state_dict()
+        context.state[LOCAL] = ArrayRecord({k: Array(own[k].cpu().numpy()) for k in keep})
+    shared, task = to_arrays(model.cpu(), skip=keep)
+    metrics = {"num-examples": len(node.train), "train-loss": loss, "images-per-s": speed}
+    return reply(
+        msg,
+        {
+            ARRAYS: to_record(shared, task),
+            META: ConfigRecord({"labels": list(labels)}),
+            METRICS: MetricRecord(metrics),
+        },
+    )
+
+
+@client_app.evaluate()
+def evaluate(msg: Message, context: Context) -> Message:
+    """Per-label AUROC and thresholds of the global rows on this node's held-out images."""
+    node = _node(context)
+    state, _ = unpack(msg)
+    model = _model(node, context, len(state.labels))
+    load_arrays(model, state.shared, state.task)
+    labels = [c for c in state.labels if c in node.val.label_space]
+    y = node.val.labels[:, node.val.label_space.indices(labels)]
+    p = predict_images(model, node.val, node.config) if len(node.val) else np.zeros((0, 0))
+    return evaluation_reply(msg, labels, y, p[:, state.labels.indices(labels)] if len(p) else y)
+
+
+server_app = ServerApp()
+
+
+@server_app.main()
+def main(grid: Grid, context: Context) -> None:
+    """Register the image nodes, run the rounds, write ``out/global.safetensors``."""
+    run = dict(context.run_config)
+    config = image_config(run)
+    out = Path(str(run.get("out", "vision-federation")))
+
+    def init_fn(dim: int, labels: LabelSpace) -> tuple[Arrays, Arrays]:
+        import torch
+
+        torch.manual_seed(config.seed)
+        model = build_model(
+            config.arch, len(labels), in_channels=config.in_channels, image_size=dim
+        )
+        return to_arrays(model, skip=local_keys(model, config.norm))
+
+    strategy = SurgicalAggregation(
+        init_fn,
+        min_nodes=int(run.get("min-nodes", 2)),
+        evaluate_every=int(run.get("evaluate-every", 0)),
+        timeout=float(run.get("round-timeout", 600.0)),
+    )
+    initial = strategy.register(grid, config.rounds)
+    result = strategy.start(
+        grid,
+        initial,
+        num_rounds=config.rounds,
+        timeout=float(run.get("round-timeout", 600.0)),
+        train_config=ConfigRecord({}),
+        evaluate_config=ConfigRecord({}),
+    )
+    state = strategy.global_state(result.arrays)
+    tensors = {f"shared.{k}": np.ascontiguousarray(v) for k, v in state.shared.items()}
+    tensors.update({f"task.{k}": np.ascontiguousarray(v) for k, v in state.task.items()})
+    meta = {"labels": list(state.labels), "fingerprint": strategy.fingerprint,
+            "thresholds": strategy.thresholds, "history": strategy.history}  # fmt: skip
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write(
+        out / "global.safetensors",
+        save(tensors, metadata={"reportfed-vision": json.dumps(meta, default=float)}),
+    )
