@@ -89,7 +89,7 @@ def _node(context: Context) -> _Node:
         layout=str(node.get("layout", "table")),  # type: ignore[arg-type]
     )
     config = image_config(dict(context.run_config))
-    fit, val = split_rows(len(table), float(node.get("val-fraction", 0.1)), config.seed)  # type: ignore[arg-type]
+    fit, val = split_rows(len(table), float(node.get("val-fraction", 0.1)), config.seed)
     name = str(node.get("name") or Path(str(node["images"])).parent.name)
     return _Node(name, table.subset(fit), table.subset(val), config)
 
@@ -155,7 +155,11 @@ def train(msg: Message, context: Context) -> Message:
         own = model.representation.state_dict()
         context.state[LOCAL] = ArrayRecord({k: Array(own[k].cpu().numpy()) for k in keep})
     shared, task = to_arrays(model.cpu(), skip=keep)
-    metrics = {"num-examples": len(node.train), "train-loss": loss, "images-per-s": speed}
+    metrics: dict[str, int | float | list[int] | list[float]] = {
+        "num-examples": len(node.train),
+        "train-loss": loss,
+        "images-per-s": speed,
+    }
     return reply(
         msg,
         {
