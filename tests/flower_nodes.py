@@ -10,8 +10,11 @@ import numpy as np
 import pandas as pd
 import tomllib
 
+from reportfed.aggregation import GlobalState
 from reportfed.data.iu import load_iu
+from reportfed.federation.engine import FederationConfig, run_federation
 from reportfed.federation.flower.launch import APP_DIR
+from reportfed.federation.flower.site import load_site
 from reportfed.labels import canonical
 
 NODE_LABELS = {
@@ -19,6 +22,7 @@ NODE_LABELS = {
     "b": ["Cardiomegaly", "Lung Opacity", "Edema"],
     "c": ["Effusion", "Pneumothorax", "Support Devices"],  # NIH spelling of Pleural Effusion
 }
+CONFIG = FederationConfig(rounds=3, hidden=(32, 16), seed=0)  #: what the Flower runs match
 UNION = [
     "Cardiomegaly", "Lung Opacity", "Edema", "Atelectasis", "Pneumothorax", "Pleural Effusion",
     "Support Devices",
@@ -47,3 +51,19 @@ def run_config(**overrides: Any) -> dict[str, Any]:
     with open(APP_DIR / "pyproject.toml", "rb") as f:
         defaults = tomllib.load(f)["tool"]["flwr"]["app"]["config"]
     return {**defaults, **overrides}
+
+
+def engine_state(tables: dict[str, Path], cache: Path, names: str, rounds: int) -> GlobalState:
+    """The in-process engine's global state for the nodes ``names`` after ``rounds`` rounds."""
+    nodes = [load_site(tables[n], name=n, cache_dir=cache).node for n in sorted(names)]
+    config = FederationConfig(**{**CONFIG.__dict__, "rounds": rounds})
+    return run_federation(nodes, config, progress=False).state
+
+
+def assert_same(a: GlobalState, b: GlobalState) -> None:
+    """Same labels, and every weight equal within float tolerance."""
+    assert a.labels == b.labels
+    for key in a.shared:
+        np.testing.assert_allclose(a.shared[key], b.shared[key], atol=1e-6)
+    for key in a.task:
+        np.testing.assert_allclose(a.task[key], b.task[key], atol=1e-6)

@@ -19,18 +19,16 @@ from flwr.app import Array, ArrayRecord, Message
 
 from reportfed.aggregation import Arrays, GlobalState
 from reportfed.embed.weights import resolve_model_path
-from reportfed.federation.engine import FederationConfig, initial_state, run_federation
+from reportfed.federation.engine import initial_state
 from reportfed.federation.flower import client_app, server_app
-from reportfed.federation.flower.site import load_site
 from reportfed.federation.flower.strategy import SurgicalAggregation
 from reportfed.federation.flower.wire import ARRAYS, config_record
 from reportfed.labeler import ReportLabeler
 from reportfed.labels import LabelSpace
 
 from .direct_grid import DirectGrid
-from .flower_nodes import UNION, run_config
+from .flower_nodes import CONFIG, UNION, assert_same, engine_state, run_config
 
-CONFIG = FederationConfig(rounds=3, hidden=(32, 16), seed=0)
 FLOWER = {"hidden": "32,16", "seed": 0, "evaluate-every": 0}
 
 
@@ -65,20 +63,6 @@ def run_strategy(
         evaluate_config=config_record(CONFIG), evaluate_fn=after,
     )  # fmt: skip
     return strategy, states
-
-
-def engine_state(tables: dict[str, Path], cache: Path, names: str, rounds: int) -> GlobalState:
-    nodes = [load_site(tables[n], name=n, cache_dir=cache).node for n in sorted(names)]
-    config = FederationConfig(**{**CONFIG.__dict__, "rounds": rounds})
-    return run_federation(nodes, config, progress=False).state
-
-
-def assert_same(a: GlobalState, b: GlobalState) -> None:
-    assert a.labels == b.labels
-    for key in a.shared:
-        np.testing.assert_allclose(a.shared[key], b.shared[key], atol=1e-6)
-    for key in a.task:
-        np.testing.assert_allclose(a.task[key], b.task[key], atol=1e-6)
 
 
 def test_flower_strategy_equals_in_process_engine_and_sends_only_own_rows(
@@ -235,3 +219,4 @@ def test_differential_privacy_clips_and_noises_through_flowers_wrapper(
     assert abs(moved - expected) < 0.05 * expected + 0.1
     trained = np.linalg.norm(plain.state_.shared["0.weight"] - start.shared["0.weight"])
     assert trained < expected / 3
+

@@ -15,16 +15,14 @@ import pytest
 
 pytest.importorskip("flwr")
 
-from reportfed.federation.engine import FederationConfig, run_federation
 from reportfed.federation.flower.launch import (
     LoopbackFederation,
     generate_certificates,
 )
 from reportfed.federation.flower.server_app import HISTORY_FILE, MODEL_FILE
-from reportfed.federation.flower.site import load_site
 from reportfed.labeler import ReportLabeler
 
-from .flower_nodes import UNION, write_node_tables
+from .flower_nodes import UNION, assert_same, engine_state, write_node_tables
 
 RUN = {"hidden": "32,16", "seed": 0, "evaluate-every": 0, "min-nodes": 3, "round-timeout": 45.0}
 
@@ -45,12 +43,7 @@ def test_three_hospitals_over_tls_equal_the_in_process_engine_and_resume(
     model = ReportLabeler.load(out / MODEL_FILE, progress=False)
     assert list(model.classes_) == UNION
     assert model.provenance_["federation"]["round"] == 3
-    nodes = [load_site(tables[n], name=n, cache_dir=embeddings_cache).node for n in "abc"]
-    engine = run_federation(nodes, FederationConfig(rounds=3, hidden=(32, 16)), progress=False)
-    for key in engine.state.task:
-        np.testing.assert_allclose(model.state_.task[key], engine.state.task[key], atol=1e-6)
-    for key in engine.state.shared:
-        np.testing.assert_allclose(model.state_.shared[key], engine.state.shared[key], atol=1e-6)
+    assert_same(model.state_, engine_state(tables, embeddings_cache, "abc", 3))
     history = json.loads((out / HISTORY_FILE).read_text())
     assert [e["round"] for e in history] == [1, 2, 3]
     assert history[-1]["evaluation"]["macro-auroc"] > 0.5

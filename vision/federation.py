@@ -150,6 +150,16 @@ def predict_images(
     return torch.cat(out).numpy()
 
 
+def new_model(config: ImageFederationConfig, n_labels: int) -> ImageClassifier:
+    """The configured classifier for ``n_labels`` labels, seeded: every node and the server start
+    from the same representation block."""
+    torch.manual_seed(config.seed)
+    return build_model(
+        config.arch, n_labels, in_channels=config.in_channels, image_size=config.image_size,
+        checkpoint=config.checkpoint, **config.vit_options,
+    )  # fmt: skip
+
+
 def local_keys(model: ImageClassifier, norm: NormStrategy) -> list[str]:
     """Representation keys that stay on the node under ``norm`` (see module docstring)."""
     if norm == "fedbn":
@@ -171,19 +181,11 @@ def run_image_federation(
     if not nodes:
         raise ValueError("no nodes")
     union = LabelSpace.union(n.table.label_space for n in nodes)
-
-    def build(n_labels: int) -> ImageClassifier:
-        torch.manual_seed(config.seed)  # the same initial representation on every node
-        return build_model(
-            config.arch, n_labels, in_channels=config.in_channels, image_size=config.image_size,
-            checkpoint=config.checkpoint, **config.vit_options,
-        )  # fmt: skip
-
-    reference = build(len(union))
+    reference = new_model(config, len(union))
     local = local_keys(reference, config.norm)
     shared, task = to_arrays(reference, skip=local)
     state = GlobalState(union, shared, task)
-    models = {n.name: build(len(n.table.label_space)) for n in nodes}
+    models = {n.name: new_model(config, len(n.table.label_space)) for n in nodes}
     history: list[dict[str, Any]] = []
     for r in tqdm(range(config.rounds), desc="rounds", disable=not progress, leave=False):
         updates, losses, speed = [], {}, {}
@@ -216,11 +218,7 @@ def global_image_model(
 ) -> ImageClassifier:
     """A classifier over every label of ``state``. Under FedBN the normalisation layers are not
     global: take them from one node's model (``local_from``), else they keep their initial values."""
-    torch.manual_seed(config.seed)
-    model = build_model(
-        config.arch, len(state.labels), in_channels=config.in_channels,
-        image_size=config.image_size, checkpoint=config.checkpoint, **config.vit_options,
-    )  # fmt: skip
+    model = new_model(config, len(state.labels))
     if local_from is not None:
         keys = local_keys(model, config.norm)
         own = local_from.representation.state_dict()

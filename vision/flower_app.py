@@ -41,10 +41,11 @@ from vision.data import ImageTable, read_image_table
 from vision.federation import (
     ImageFederationConfig,
     local_keys,
+    new_model,
     predict_images,
     train_images,
 )
-from vision.models import ImageClassifier, build_model, set_representation_trainable
+from vision.models import ImageClassifier, set_representation_trainable
 
 LOCAL = "local"  #: context.state key of a node's FedBN layers
 
@@ -95,13 +96,7 @@ def _node(context: Context) -> _Node:
 
 
 def _model(node: _Node, context: Context, n_labels: int) -> ImageClassifier:
-    import torch
-
-    torch.manual_seed(node.config.seed)
-    config = node.config
-    model = build_model(
-        config.arch, n_labels, in_channels=config.in_channels, image_size=config.image_size
-    )
+    model = new_model(node.config, n_labels)
     if LOCAL in context.state.array_records:  # this node's own normalisation layers
         own = context.state.array_records[LOCAL]
         load_arrays(model, {k: own[k].numpy() for k in own}, {})
@@ -194,12 +189,7 @@ def main(grid: Grid, context: Context) -> None:
     out = Path(str(run.get("out", "vision-federation")))
 
     def init_fn(dim: int, labels: LabelSpace) -> tuple[Arrays, Arrays]:
-        import torch
-
-        torch.manual_seed(config.seed)
-        model = build_model(
-            config.arch, len(labels), in_channels=config.in_channels, image_size=dim
-        )
+        model = new_model(config, len(labels))  # dim is the image size the nodes reported
         return to_arrays(model, skip=local_keys(model, config.norm))
 
     strategy = SurgicalAggregation(

@@ -99,7 +99,7 @@ def cmd_node(args: argparse.Namespace) -> None:
 
 
 def _run_config(args: argparse.Namespace) -> dict[str, str | int | float | bool]:
-    config: dict[str, str | int | float | bool] = {
+    return {
         "out": str(Path(args.out).resolve()),
         "rounds": args.rounds,
         "local-epochs": args.local_epochs,
@@ -113,7 +113,6 @@ def _run_config(args: argparse.Namespace) -> dict[str, str | int | float | bool]
         "dp-noise": args.dp_noise,
         "dp-clip": args.dp_clip,
     }
-    return config
 
 
 def cmd_run(args: argparse.Namespace) -> None:

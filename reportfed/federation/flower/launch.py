@@ -19,6 +19,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from reportfed.io import atomic_write
 
@@ -26,6 +27,7 @@ APP_DIR = Path(__file__).with_name("app")
 SUPERLINK_NAME = "reportfed"
 
 Value = str | int | float | bool
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -61,12 +63,13 @@ def toml_pairs(values: Mapping[str, Value]) -> str:
     return " ".join(parts)
 
 
-def _tls_flags(insecure: bool, flag: str, path: Path | None) -> list[str]:
+def _tls(insecure: bool, material: T | None) -> T | None:
+    """The certificate material of a TLS connection (required), ``None`` for an insecure one."""
     if insecure:
-        return ["--insecure"]
-    if path is None:
+        return None
+    if material is None:
         raise ValueError("TLS needs certificates: give them, or ask for an insecure connection")
-    return [flag, str(path)]
+    return material
 
 
 def superlink_command(
@@ -80,13 +83,12 @@ def superlink_command(
     """``flower-superlink``: the server endpoint nodes and runs connect to."""
     cmd = ["flower-superlink", "--disable-runtime-dependency-installation"]
     cmd += ["--host", host, "--port", str(port)]
-    if insecure:
+    certs = _tls(insecure, certificates)
+    if certs is None:
         cmd.append("--insecure")
-    elif certificates is None:
-        raise ValueError("TLS needs certificates: give them, or ask for an insecure connection")
     else:
-        cmd += ["--ssl-ca-certfile", str(certificates.ca)]
-        cmd += ["--ssl-certfile", str(certificates.cert), "--ssl-keyfile", str(certificates.key)]
+        cmd += ["--ssl-ca-certfile", str(certs.ca)]
+        cmd += ["--ssl-certfile", str(certs.cert), "--ssl-keyfile", str(certs.key)]
     if database is not None:
         cmd += ["--database", str(database)]
     return cmd
@@ -102,7 +104,8 @@ def supernode_command(
 ) -> list[str]:
     """``flower-supernode``: one hospital's process; ``node_config`` holds ``data`` etc."""
     cmd = ["flower-supernode", "--superlink", superlink, "--port", str(port)]
-    cmd += _tls_flags(insecure, "--root-certificates", root_certificates)
+    ca = _tls(insecure, root_certificates)
+    cmd += ["--insecure"] if ca is None else ["--root-certificates", str(ca)]
     return [*cmd, "--node-config", toml_pairs(node_config)]
 
 
@@ -120,12 +123,11 @@ def write_flwr_config(
     lines.append(f"address = {json.dumps(superlink)}")
     if num_supernodes is not None:
         lines.append(f"options.num-supernodes = {int(num_supernodes)}")
-    if insecure:
+    ca = _tls(insecure, root_certificates)
+    if ca is None:
         lines.append("insecure = true")
-    elif root_certificates is None:
-        raise ValueError("TLS needs certificates: give them, or ask for an insecure connection")
     else:
-        lines.append(f"root-certificates = {json.dumps(str(Path(root_certificates).resolve()))}")
+        lines.append(f"root-certificates = {json.dumps(str(Path(ca).resolve()))}")
     home.mkdir(parents=True, exist_ok=True)
     return atomic_write(home / "config.toml", ("\n".join(lines) + "\n").encode())
 

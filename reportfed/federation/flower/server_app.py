@@ -29,29 +29,13 @@ from flwr.supercore import log
 from reportfed.aggregation import Arrays, GlobalState
 from reportfed.federation.engine import FederationConfig, initial_state
 from reportfed.federation.flower.strategy import SurgicalAggregation
-from reportfed.federation.flower.wire import config_record
+from reportfed.federation.flower.wire import config_record, federation_config
 from reportfed.io import atomic_write
 from reportfed.labeler import ReportLabeler
 from reportfed.labels import LabelSpace
 
 MODEL_FILE = "global.safetensors"
 HISTORY_FILE = "history.json"
-
-
-def run_config(context: Context) -> tuple[FederationConfig, dict[str, Any]]:
-    """The federation hyperparameters and the other run settings from the run config."""
-    rc = dict(context.run_config)
-    config = FederationConfig(
-        rounds=int(rc["rounds"]),
-        local_epochs=int(rc["local-epochs"]),
-        lr=float(rc["lr"]),
-        batch_size=int(rc["batch-size"]),
-        hidden=tuple(int(h) for h in str(rc["hidden"]).split(",") if h),
-        dropout=float(rc["dropout"]),
-        weighting=str(rc["weighting"]),  # type: ignore[arg-type]
-        seed=int(rc["seed"]),
-    )
-    return config, rc
 
 
 def _save(
@@ -100,7 +84,8 @@ app = ServerApp()
 @app.main()
 def main(grid: Grid, context: Context) -> None:
     """Register the nodes, run the remaining rounds, save the global model after each."""
-    config, rc = run_config(context)
+    rc = dict(context.run_config)
+    config = federation_config(rc)
     out = Path(str(rc["out"])).expanduser().resolve()
     out.mkdir(parents=True, exist_ok=True)
 

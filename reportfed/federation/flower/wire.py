@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -59,15 +60,19 @@ def config_record(config: FederationConfig) -> ConfigRecord:
     )
 
 
-def federation_config(record: ConfigRecord) -> FederationConfig:
-    """The inverse of :func:`config_record` (other keys are ignored)."""
+def federation_config(record: Mapping[str, Any]) -> FederationConfig:
+    """Hyperparameters from a run config or a train message (the inverse of
+    :func:`config_record`); ``rounds`` and ``weighting`` when present, other keys ignored."""
+    default = FederationConfig()
     return FederationConfig(
-        local_epochs=int(record["local-epochs"]),  # type: ignore[arg-type]
-        lr=float(record["lr"]),  # type: ignore[arg-type]
-        batch_size=int(record["batch-size"]),  # type: ignore[arg-type]
+        rounds=int(record.get("rounds", default.rounds)),
+        local_epochs=int(record["local-epochs"]),
+        lr=float(record["lr"]),
+        batch_size=int(record["batch-size"]),
         hidden=tuple(int(h) for h in str(record["hidden"]).split(",") if h),
-        dropout=float(record["dropout"]),  # type: ignore[arg-type]
-        seed=int(record["seed"]),  # type: ignore[arg-type]
+        dropout=float(record["dropout"]),
+        weighting=str(record.get("weighting", default.weighting)),  # type: ignore[arg-type]
+        seed=int(record["seed"]),
     )
 
 
