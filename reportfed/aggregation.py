@@ -28,7 +28,7 @@ from typing import Literal
 
 import numpy as np
 
-from reportfed.errors import InvalidUpdateError, LabelError
+from reportfed.errors import InvalidUpdateError, LabelError, NoValidUpdateError
 from reportfed.labels import LabelSpace
 
 Arrays = Mapping[str, np.ndarray]
@@ -155,9 +155,7 @@ def aggregate(
                 raise
             rejected[u.node_id] = exc.reason
     if not accepted:
-        raise InvalidUpdateError(
-            ",".join(sorted(rejected)), "every update was rejected: " + str(rejected)
-        )
+        raise NoValidUpdateError(rejected)
 
     weights = np.array(
         [float(u.num_examples) if weighting == "samples" else 1.0 for u, _ in accepted]

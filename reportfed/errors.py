@@ -34,3 +34,11 @@ class InvalidUpdateError(ReportfedError):
         super().__init__(f"node {node_id!r}: {reason}")
         self.node_id = node_id
         self.reason = reason
+
+
+class NoValidUpdateError(InvalidUpdateError):
+    """Every update of a round was rejected; ``rejected`` maps each node to its reason."""
+
+    def __init__(self, rejected: dict[str, str]) -> None:
+        super().__init__(",".join(sorted(rejected)), f"every update was rejected: {rejected}")
+        self.rejected = rejected

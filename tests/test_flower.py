@@ -220,3 +220,16 @@ def test_differential_privacy_clips_and_noises_through_flowers_wrapper(
     trained = np.linalg.norm(plain.state_.shared["0.weight"] - start.shared["0.weight"])
     assert trained < expected / 3
 
+
+def test_a_round_in_which_every_update_is_invalid_leaves_the_model_unchanged(
+    tables: dict[str, Path], embeddings_cache: Path
+) -> None:
+    grid = grid_with(tables, embeddings_cache, names="bc")
+    for node in grid.nodes.values():
+        node.node_config["lr"] = 1e30  # both nodes diverge to NaN/Inf
+    strategy, states = run_strategy(grid, 2, min_nodes=1)
+    for entry in strategy.history:
+        assert entry["aggregated"] is False and entry["accepted"] == []
+        assert set(entry["rejected"]) == {"b", "c"}
+        assert all("NaN or Inf" in reason for reason in entry["rejected"].values())
+    assert_same(states[1], states[0])

@@ -44,7 +44,7 @@ from reportfed.aggregation import (
     aggregate,
     node_arrays,
 )
-from reportfed.errors import LabelError
+from reportfed.errors import LabelError, NoValidUpdateError
 from reportfed.federation.flower.wire import ARRAYS, META, METRICS, from_record, to_record
 from reportfed.labels import LabelSpace
 
@@ -58,7 +58,6 @@ class Member:
     node_id: int
     name: str
     labels: LabelSpace
-    num_examples: int
     index: int
 
 
@@ -205,7 +204,7 @@ class SurgicalAggregation(Strategy):
             else:
                 self.dim = dim
                 names.add(name)
-                self.members[node_id] = Member(node_id, name, labels, n, len(self.members))
+                self.members[node_id] = Member(node_id, name, labels, len(self.members))
                 log(INFO, "registered node %r: %d rows, labels %s", name, n, list(labels))
 
     def _exclude(self, node_id: int, reason: str) -> None:
@@ -219,9 +218,8 @@ class SurgicalAggregation(Strategy):
         return GlobalState(labels=self.labels, shared=shared, task=task)
 
     def _messages(
-        self, kind: str, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid
+        self, kind: str, server_round: int, state: GlobalState, config: ConfigRecord, grid: Grid
     ) -> list[Message]:
-        state = self.global_state(arrays)
         connected = set(grid.get_node_ids())
         messages = []
         for member in sorted(self.members.values(), key=lambda m: m.index):
@@ -244,7 +242,7 @@ class SurgicalAggregation(Strategy):
         """Register newly connected nodes, then send each node the shared block and its rows."""
         self._register_new(grid)
         self._previous = self.global_state(arrays)
-        messages = self._messages("train", server_round, arrays, config, grid)
+        messages = self._messages("train", server_round, self._previous, config, grid)
         self._awaiting = {m.metadata.dst_node_id for m in messages}
         self._started = time.perf_counter()
         return messages
@@ -290,16 +288,20 @@ class SurgicalAggregation(Strategy):
             )
             entry.update(accepted=[u.node_id for u in updates], rejected={}, aggregated=False)
             return None, None
-        result = aggregate(updates, self._previous, weighting=self.weighting, on_invalid="drop")
-        for name, reason in result.rejected.items():
+        try:
+            result = aggregate(updates, self._previous, weighting=self.weighting, on_invalid="drop")
+            accepted, rejected = result.accepted, result.rejected
+        except NoValidUpdateError as exc:
+            accepted, rejected = [], exc.rejected
+        for name, reason in rejected.items():
             log(ERROR, "round %d: rejected the update of %r: %s", round_, name, reason)
-        entry.update(accepted=result.accepted, rejected=result.rejected)
-        if len(result.accepted) < self.min_nodes:
+        entry.update(accepted=accepted, rejected=rejected)
+        if len(accepted) < self.min_nodes:
             log(
                 WARNING,
                 "round %d: %d valid update(s) < min_nodes; model unchanged",
                 round_,
-                len(result.accepted),
+                len(accepted),
             )
             entry["aggregated"] = False
             return None, None
@@ -329,7 +331,9 @@ class SurgicalAggregation(Strategy):
         due = round_ >= self.last_round or (
             self.evaluate_every > 0 and round_ % self.evaluate_every == 0
         )
-        return self._messages("evaluate", server_round, arrays, config, grid) if due else []
+        if not due:
+            return []
+        return self._messages("evaluate", server_round, self.global_state(arrays), config, grid)
 
     def aggregate_evaluate(
         self, server_round: int, replies: Iterable[Message]
