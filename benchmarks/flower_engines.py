@@ -42,7 +42,7 @@ def node_tables(out: Path, k: int, seed: int = 0) -> list[Path]:
     """The training rows of a K-node IU partition, one CSV per node with its labels only."""
     table = load_iu().select_labels(list(CHEXPERT_13)).fully_annotated()
     rng = np.random.default_rng(seed)
-    train, _, site, spaces = partition(len(table), table.label_space, Protocol(n_nodes=k), rng)
+    train, _, site, spaces = partition(table.labels, table.label_space, Protocol(n_nodes=k), rng)
     paths = []
     for node, space in enumerate(spaces):
         rows = train[site == node]

@@ -19,6 +19,7 @@ import torch
 
 from reportfed import __version__
 from reportfed.aggregation import GlobalState
+from reportfed.data.partition import holdout
 from reportfed.data.table import ReportTable
 from reportfed.embed import DEFAULT_EMBEDDER, Embedder, embed_texts, make_embedder
 from reportfed.errors import ModelFileError, ReportfedError
@@ -136,15 +137,12 @@ class ReportLabeler:
         ``fingerprint`` names the embedder that made ``x`` (default: this labeler's embedder).
         """
         site = np.asarray(nodes if nodes is not None else ["central"] * len(x))
-        rng = np.random.default_rng(self.config.seed)
+        splits = holdout(site, self.val_fraction, np.random.default_rng(self.config.seed))
         fed_nodes, val_rows, val_y = [], [], []
-        for name in sorted(set(site.tolist())):
-            rows = rng.permutation(np.flatnonzero(site == name))
-            cols = np.flatnonzero(~np.isnan(y[rows]).all(axis=0))
+        for name, (val, fit) in splits.items():
+            cols = np.flatnonzero(~np.isnan(y[np.concatenate([val, fit])]).all(axis=0))
             if not len(cols):
                 raise ReportfedError(f"node {name!r} has no annotated label")
-            n_val = round(len(rows) * self.val_fraction)
-            val, fit = rows[:n_val], np.sort(rows[n_val:])
             fed_nodes.append(
                 Node(name, x[fit], y[np.ix_(fit, cols)], LabelSpace(tuple(labels[c] for c in cols)))
             )

@@ -78,26 +78,29 @@ def prevalence_accuracy(y: np.ndarray) -> np.ndarray:
     )
 
 
+def label_metrics(
+    y_test: np.ndarray, p_test: np.ndarray, *, thresholds: np.ndarray | None = None
+) -> dict[str, np.ndarray]:
+    """Per-label metrics (arrays over the columns): ``paper_accuracy``, ``auroc``,
+    ``prevalence_accuracy`` and, given validation ``thresholds``, ``leakfree_accuracy`` and
+    ``leakfree_f1``. Every metric is NaN for a label that has one class only in ``y_test``."""
+    auc = auroc(y_test, p_test)
+    valid = ~np.isnan(auc)
+    out = {
+        "paper_accuracy": accuracy_at(y_test, p_test, youden_thresholds(y_test, p_test)),
+        "auroc": auc,
+        "prevalence_accuracy": prevalence_accuracy(y_test),
+    }
+    if thresholds is not None:
+        out["leakfree_accuracy"] = accuracy_at(y_test, p_test, thresholds)
+        out["leakfree_f1"] = f1_at(y_test, p_test, thresholds)
+    return {k: np.where(valid, v, np.nan) for k, v in out.items()}
+
+
 def evaluate(
     y_test: np.ndarray, p_test: np.ndarray, *, thresholds: np.ndarray | None = None
 ) -> dict[str, float]:
-    """Macro metrics of one evaluation: the paper's and, given thresholds, the leak-free ones.
-
-    Returns ``paper_accuracy``, ``auroc`` and ``prevalence_accuracy`` and, with ``thresholds``
-    chosen on validation data, ``leakfree_accuracy`` and ``leakfree_f1``. Averages run over the
-    labels that have both classes in ``y_test``.
-    """
-    valid = ~np.isnan(auroc(y_test, p_test))
-
-    def macro(values: np.ndarray) -> float:
-        return float(np.nanmean(np.where(valid, values, np.nan)))
-
-    out = {
-        "paper_accuracy": macro(accuracy_at(y_test, p_test, youden_thresholds(y_test, p_test))),
-        "auroc": macro(auroc(y_test, p_test)),
-        "prevalence_accuracy": macro(prevalence_accuracy(y_test)),
-    }
-    if thresholds is not None:
-        out["leakfree_accuracy"] = macro(accuracy_at(y_test, p_test, thresholds))
-        out["leakfree_f1"] = macro(f1_at(y_test, p_test, thresholds))
-    return out
+    """Macro averages of :func:`label_metrics` over the labels that have both classes in
+    ``y_test``: the paper's metrics and, given validation ``thresholds``, the leak-free ones."""
+    per_label = label_metrics(y_test, p_test, thresholds=thresholds)
+    return {k: float(np.nanmean(v)) for k, v in per_label.items()}

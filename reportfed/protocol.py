@@ -10,10 +10,12 @@ central baseline (``rounds * local_epochs`` epochs in one optimiser run).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import Literal
 
 import numpy as np
 
-from reportfed.data.partition import iid_rows, split_labels, train_test_rows
+from reportfed.data.partition import dirichlet_rows, holdout, iid_rows, split_labels, train_test_rows
+from reportfed.federation.baselines import Scenario, Site
 from reportfed.federation.engine import FederationConfig
 from reportfed.labeler import ReportLabeler
 from reportfed.labels import LabelSpace
@@ -22,10 +24,13 @@ from reportfed.metrics import evaluate
 
 @dataclass(frozen=True)
 class Protocol:
-    """One simulated setting (the papers' defaults)."""
+    """One simulated setting (the papers' defaults). ``rows="dirichlet"`` gives label-skewed
+    sites (:func:`~reportfed.data.partition.dirichlet_rows` with ``alpha``) instead of IID ones."""
 
     n_nodes: int = 2
     n_shared: int = 0
+    rows: Literal["iid", "dirichlet"] = "iid"
+    alpha: float = 0.5
     test_fraction: float = 0.2
     val_fraction: float = 0.1
     federation: FederationConfig = field(default_factory=FederationConfig)
@@ -42,12 +47,17 @@ class SimulationResult:
 
 
 def partition(
-    n_rows: int, labels: LabelSpace, protocol: Protocol, rng: np.random.Generator
+    y: np.ndarray, labels: LabelSpace, protocol: Protocol, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[LabelSpace]]:
     """Train rows, test rows, each train row's node index, and each node's labels."""
-    train, test = train_test_rows(n_rows, protocol.test_fraction, rng)
+    train, test = train_test_rows(len(y), protocol.test_fraction, rng)
     site = np.empty(len(train), dtype=int)
-    for k, chunk in enumerate(iid_rows(len(train), protocol.n_nodes, rng)):
+    chunks = (
+        iid_rows(len(train), protocol.n_nodes, rng)
+        if protocol.rows == "iid"
+        else dirichlet_rows(y[train], protocol.n_nodes, protocol.alpha, rng)
+    )
+    for k, chunk in enumerate(chunks):
         site[chunk] = k
     spaces = (
         split_labels(labels, protocol.n_nodes, protocol.n_shared, rng)
@@ -85,7 +95,7 @@ def simulate(
     ``fingerprint`` names the embedder of ``x`` (``None``: the labeler's own embedder).
     """
     rng = np.random.default_rng(seed)
-    train, test, site, spaces = partition(len(x), labels, protocol, rng)
+    train, test, site, spaces = partition(y, labels, protocol, rng)
     config = replace(protocol.federation, seed=seed)
     if protocol.n_nodes == 1:
         config = replace(config, rounds=1, local_epochs=config.rounds * config.local_epochs)
@@ -103,3 +113,19 @@ def simulate(
     thresholds = labeler.thresholds_ if protocol.val_fraction > 0 else None
     metrics = evaluate(y[np.ix_(test, cols)], p_test, thresholds=thresholds)
     return SimulationResult(metrics=metrics, labeler=labeler, node_labels=spaces, seed=seed)
+
+
+def scenario(
+    x: np.ndarray, y: np.ndarray, labels: LabelSpace, protocol: Protocol, seed: int
+) -> Scenario:
+    """One repeat of ``protocol`` as sites and test rows, split exactly as :func:`simulate` splits
+    it (same partition, same validation rows), for :func:`~reportfed.federation.baselines.run_method`."""
+    train, test, site, spaces = partition(y, labels, protocol, np.random.default_rng(seed))
+    splits = holdout(
+        np.array([f"node{k}" for k in site]), protocol.val_fraction, np.random.default_rng(seed)
+    )
+    sites = [
+        Site(name, train[fit], train[val], spaces[int(name[4:])])
+        for name, (val, fit) in splits.items()
+    ]
+    return Scenario(x=x, y=y, labels=labels, sites=sites, test=test, seed=seed)

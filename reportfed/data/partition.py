@@ -40,3 +40,42 @@ def train_test_rows(
     perm = rng.permutation(n_rows)
     n_test = round(n_rows * test_fraction)
     return np.sort(perm[n_test:]), np.sort(perm[:n_test])
+
+
+def holdout(
+    site: np.ndarray, val_fraction: float, rng: np.random.Generator
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per site (in sorted name order): its (validation rows, training rows), a random
+    ``val_fraction`` of its rows held out for choosing thresholds."""
+    out = {}
+    for name in sorted(set(site.tolist())):
+        rows = rng.permutation(np.flatnonzero(site == name))
+        n_val = round(len(rows) * val_fraction)
+        out[name] = (rows[:n_val], np.sort(rows[n_val:]))
+    return out
+
+
+def dirichlet_rows(
+    y: np.ndarray, n_nodes: int, alpha: float, rng: np.random.Generator
+) -> list[np.ndarray]:
+    """Label-skewed node splits: each row is keyed by one of its positive labels (a random one;
+    "no finding" for none) and every key's rows are spread over the nodes by proportions drawn from
+    Dirichlet(``alpha``). Small ``alpha`` gives nodes very different label prevalences; large
+    ``alpha`` approaches IID. Every node gets at least one row."""
+    if alpha <= 0:
+        raise ValueError(f"alpha must be > 0, got {alpha}")
+    positives = np.nan_to_num(y) > 0
+    keys = np.array(
+        [rng.choice(np.flatnonzero(r)) if r.any() else y.shape[1] for r in positives], dtype=int
+    )
+    node = np.empty(len(y), dtype=int)
+    for key in np.unique(keys):
+        rows = rng.permutation(np.flatnonzero(keys == key))
+        cuts = (np.cumsum(rng.dirichlet(np.full(n_nodes, alpha)))[:-1] * len(rows)).astype(int)
+        for k, part in enumerate(np.split(rows, cuts)):
+            node[part] = k
+    for k in range(n_nodes):  # a node left empty takes a random row from the largest one
+        if not (node == k).any():
+            biggest = np.bincount(node, minlength=n_nodes).argmax()
+            node[rng.choice(np.flatnonzero(node == biggest))] = k
+    return [np.flatnonzero(node == k) for k in range(n_nodes)]

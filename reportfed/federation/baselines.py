@@ -1,0 +1,263 @@
+"""Surgical aggregation and the baselines it is compared with, on the same sites and splits.
+
+A :class:`Scenario` is one repeat's data: every site's training and validation rows, the labels
+each site annotates, and the test rows. A :class:`Method` says how the sites train (which labels
+a node's head has, what a label the site does not annotate means in its loss, what the server
+does); :func:`run_method` trains one method on many scenarios in lockstep
+(:func:`~reportfed.federation.lockstep.run_federations`) and evaluates it on the test rows.
+
+Methods with a global model (surgical aggregation, FedAvg variants, central) are evaluated on
+every label; methods without one (local heads, split learning, site-alone models) are evaluated
+per site on the site's own labels, a label's metric averaged over the sites that have it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+import numpy as np
+import torch
+
+from reportfed.aggregation import GlobalState
+from reportfed.federation.engine import FederationConfig, Node, global_model
+from reportfed.federation.lockstep import Mode, run_federations
+from reportfed.labels import LabelSpace
+from reportfed.metrics import label_metrics, youden_thresholds
+from reportfed.train import predict_proba
+
+
+@dataclass(frozen=True)
+class Site:
+    """One site of a repeat: training and validation rows, the labels it annotates, and (for
+    section-shift scenarios) the embeddings of its rows if they differ from the scenario's."""
+
+    name: str
+    fit: np.ndarray
+    val: np.ndarray
+    labels: LabelSpace
+    x: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One repeat: embeddings ``x`` and full labels ``y`` of every row over ``labels``, the sites,
+    the test rows, and the seed that made them."""
+
+    x: np.ndarray
+    y: np.ndarray
+    labels: LabelSpace
+    sites: list[Site]
+    test: np.ndarray
+    seed: int
+
+    def site_x(self, site: Site) -> np.ndarray:
+        return self.x if site.x is None else site.x
+
+    def site_view(self, site: Site, rows: np.ndarray) -> np.ndarray:
+        """``y[rows]`` over the union of the sites' labels, NaN where ``site`` does not annotate."""
+        union = self.union()
+        out = np.full((len(rows), len(union)), np.nan, dtype=np.float32)
+        cols = union.indices(site.labels)
+        out[:, cols] = self.y[np.ix_(rows, self.labels.indices(site.labels))]
+        return out
+
+    def union(self) -> LabelSpace:
+        return LabelSpace.union(s.labels for s in self.sites)
+
+
+@dataclass(frozen=True)
+class Method:
+    """How sites train.
+
+    ``heads``: a node's head has its own labels or the union of all sites' labels.
+    ``missing``: what a union label the site does not annotate is in its loss: masked out, a
+    negative, or its true value (``observed``: the central baseline with every label known).
+    ``pooled``: all sites' rows on one node (central). ``continuous``: one optimiser run of
+    ``rounds x local_epochs`` epochs instead of rounds (methods without a server round).
+    """
+
+    name: str
+    description: str
+    mode: Mode
+    heads: Literal["own", "union"] = "own"
+    missing: Literal["masked", "negative", "observed"] = "masked"
+    pooled: bool = False
+    continuous: bool = False
+
+    @property
+    def per_site(self) -> bool:
+        """Evaluated per site: no global model to evaluate."""
+        return self.mode != "surgical" and not self.pooled
+
+
+METHODS: dict[str, Method] = {
+    m.name: m
+    for m in (
+        Method("surgical", "surgical aggregation", "surgical"),
+        Method(
+            "central",
+            "central, every row fully labelled (the papers' baseline)",
+            "none",
+            heads="union",
+            missing="observed",
+            pooled=True,
+            continuous=True,
+        ),
+        Method(
+            "central-masked",
+            "central, pooled rows, labels a site does not annotate masked",
+            "none",
+            heads="union",
+            pooled=True,
+            continuous=True,
+        ),
+        Method(
+            "central-negatives",
+            "central, pooled rows, labels a site does not annotate as negatives",
+            "none",
+            heads="union",
+            missing="negative",
+            pooled=True,
+            continuous=True,
+        ),
+        Method(
+            "fl-zero-fill",
+            "FedAvg, labels a site does not annotate as negatives (vanilla FL)",
+            "surgical",
+            heads="union",
+            missing="negative",
+        ),
+        Method(
+            "fl-partial-loss",
+            "FedAvg of full-width heads, loss on annotated labels only",
+            "surgical",
+            heads="union",
+        ),
+        Method(
+            "local-heads",
+            "shared backbone averaged, heads stay local (personalized FL)",
+            "local-heads",
+        ),
+        Method(
+            "split",
+            "split learning: input layer and head on the site, a shared body on the server",
+            "split",
+            continuous=True,
+        ),
+        Method("local", "each site trains alone (lower reference)", "none", continuous=True),
+    )
+}
+
+
+@dataclass
+class Outcome:
+    """One method on one repeat: macro metrics and per-label metrics (label -> metric -> value)."""
+
+    seed: int
+    metrics: dict[str, float]
+    per_label: dict[str, dict[str, float]] = field(default_factory=dict)
+
+
+def _targets(scenario: Scenario, site: Site, rows: np.ndarray, method: Method) -> np.ndarray:
+    if method.missing == "observed":
+        return scenario.y[np.ix_(rows, scenario.labels.indices(scenario.union()))].astype(np.float32)
+    view = scenario.site_view(site, rows)
+    return np.nan_to_num(view, nan=0.0) if method.missing == "negative" else view
+
+
+def _nodes(scenario: Scenario, method: Method) -> list[Node]:
+    union = scenario.union()
+    nodes = []
+    for site in scenario.sites:
+        x = scenario.site_x(site)[site.fit]
+        y = _targets(scenario, site, site.fit, method)
+        if method.heads == "own":
+            y = y[:, union.indices(site.labels)]
+        nodes.append(Node(site.name, x, y, site.labels if method.heads == "own" else union))
+    if method.pooled:
+        return [
+            Node(
+                "central",
+                np.concatenate([n.x for n in nodes]),
+                np.concatenate([n.y for n in nodes]),
+                union,
+            )
+        ]
+    return nodes
+
+
+def _predict(state: GlobalState, x: np.ndarray, config: FederationConfig) -> np.ndarray:
+    model = global_model(state, x.shape[1], config)
+    return predict_proba(model, torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)))
+
+
+def _evaluate(
+    scenario: Scenario,
+    models: Sequence[tuple[GlobalState, np.ndarray, np.ndarray]],
+    config: FederationConfig,
+) -> Outcome:
+    """Metrics of models given as (weights, validation rows, validation labels): each predicts its
+    labels on the test rows with thresholds chosen on its validation rows."""
+    x_test, y_true, names = scenario.x[scenario.test], [], []
+    probs, thresholds = [], []
+    for state, val_x, val_y in models:
+        cols = scenario.labels.indices(state.labels)
+        probs.append(_predict(state, x_test, config))
+        thresholds.append(youden_thresholds(val_y, _predict(state, val_x, config)))
+        y_true.append(scenario.y[np.ix_(scenario.test, cols)])
+        names += list(state.labels)
+    per_label = label_metrics(
+        np.concatenate(y_true, axis=1),
+        np.concatenate(probs, axis=1),
+        thresholds=np.concatenate(thresholds),
+    )
+    by_label: dict[str, dict[str, list[float]]] = {}
+    for j, name in enumerate(names):
+        for metric, values in per_label.items():
+            by_label.setdefault(name, {}).setdefault(metric, []).append(float(values[j]))
+    labels = {
+        name: {m: float(np.nanmean(v)) if not np.isnan(v).all() else np.nan for m, v in ms.items()}
+        for name, ms in by_label.items()
+    }
+    macro = {
+        m: float(np.nanmean([labels[n][m] for n in labels])) for m in next(iter(labels.values()))
+    }
+    return Outcome(scenario.seed, macro, labels)
+
+
+def run_method(
+    scenarios: Sequence[Scenario], method: Method, config: FederationConfig = FederationConfig()
+) -> list[Outcome]:
+    """Train ``method`` on every scenario (seeded by the scenario's seed) and evaluate it."""
+    base = config
+    if method.continuous:
+        base = replace(config, rounds=1, local_epochs=config.rounds * config.local_epochs)
+    configs = [replace(base, seed=s.seed) for s in scenarios]
+    federations = [_nodes(s, method) for s in scenarios]
+    results = run_federations(federations, configs, mode=method.mode)
+    outcomes = []
+    for scenario, result in zip(scenarios, results, strict=True):
+        val_x = {s.name: scenario.site_x(s)[s.val] for s in scenario.sites}
+        # thresholds come from what a site knows: its annotations (every label for "observed")
+        known = method if method.missing == "observed" else replace(method, missing="masked")
+        val_y = {s.name: _targets(scenario, s, s.val, known) for s in scenario.sites}
+        if method.per_site:
+            union = scenario.union()
+            models = [
+                (result.nodes[s.name], val_x[s.name], val_y[s.name][:, union.indices(s.labels)])
+                for s in scenario.sites
+            ]
+        else:
+            state = result.state if result.state is not None else result.nodes["central"]
+            cols = scenario.union().indices(state.labels)
+            models = [
+                (
+                    state,
+                    np.concatenate(list(val_x.values())),
+                    np.concatenate(list(val_y.values()))[:, cols],
+                )
+            ]
+        outcomes.append(_evaluate(scenario, models, config))
+    return outcomes

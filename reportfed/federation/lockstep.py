@@ -1,0 +1,317 @@
+"""Many federations trained in lockstep: stacked node weights and batched matrix products.
+
+:func:`run_federations` trains every node of several federations (the repeats of a sweep setting)
+at once. One Python step draws a mini-batch for every node, runs all the node MLPs as batched
+matrix products over stacked weights, and takes one Adam step per node. It replays the per-node
+loop of :func:`reportfed.federation.engine.run_federation` step for step: the same batch orders
+and dropout masks (same seeds, same draws), Adam's update rule, and the server step of
+:func:`reportfed.aggregation.aggregate`. Both give the same models up to float rounding (tested).
+
+What the server does is the ``mode`` (the baselines of :mod:`reportfed.federation.baselines`):
+
+* ``surgical``: the aggregation core after every round (FedAvg when nodes share all labels);
+* ``local-heads``: the core averages the representation block; every node keeps its own head;
+* ``split``: the second hidden layer is a body held by the server, one per federation, updated
+  every step with the sum of its nodes' gradients; input layer and head stay on the node;
+* ``none``: every node trains alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import torch
+from torch.nn import functional
+
+from reportfed.aggregation import GlobalState, NodeUpdate, aggregate, node_arrays
+from reportfed.federation.engine import FederationConfig, Node, initial_state
+from reportfed.labels import LabelSpace
+
+Mode = Literal["surgical", "local-heads", "split", "none"]
+MODES: tuple[Mode, ...] = ("surgical", "local-heads", "split", "none")
+_BETAS, _EPS = (0.9, 0.999), 1e-8  # torch.optim.Adam's defaults, which train_local uses
+
+
+@dataclass
+class LockstepResult:
+    """One federation's outcome: the server's global model (``None`` in ``split``/``none`` modes),
+    every node's final weights over its own labels, and each round's mean training loss per node."""
+
+    state: GlobalState | None
+    nodes: dict[str, GlobalState]
+    loss: list[dict[str, float]]
+
+
+@dataclass
+class _Stack:
+    """The weights of M node MLPs, layer by layer: weight ``(M, in, out)`` (transposed, so that
+    batched products and their gradients stay contiguous), bias ``(M, out)``. The head is padded to
+    the longest label list; a node uses its first ``len(labels)`` outputs."""
+
+    weights: list[torch.Tensor]
+    biases: list[torch.Tensor]
+    keys: list[tuple[str, str]]  # (weight key, bias key) of each layer in the core's arrays
+
+    def params(self) -> list[torch.Tensor]:
+        return [t for pair in zip(self.weights, self.biases, strict=True) for t in pair]
+
+    def load(self, m: int, view: GlobalState, *, shared: bool = True, task: bool = True) -> None:
+        """Write a node's view (shared block and/or its task rows) into model ``m``."""
+        for layer, (wk, bk) in enumerate(self.keys):
+            head = layer == len(self.keys) - 1
+            source = view.task if head else view.shared
+            if (head and task) or (not head and shared):
+                w, b = np.asarray(source[wk]), np.asarray(source[bk])
+                self.weights[layer][m, :, : len(w)] = torch.from_numpy(w.T)
+                self.biases[layer][m, : len(b)] = torch.from_numpy(b)
+
+    def view(self, m: int, labels: LabelSpace) -> GlobalState:
+        """Model ``m``'s weights as the core's arrays (copies)."""
+        shared: dict[str, np.ndarray] = {}
+        for (wk, bk), w, b in zip(self.keys[:-1], self.weights, self.biases, strict=False):
+            shared[wk], shared[bk] = w[m].T.numpy().copy(), b[m].numpy().copy()
+        wk, bk = self.keys[-1]
+        n = len(labels)
+        task = {
+            wk: self.weights[-1][m, :, :n].T.numpy().copy(),
+            bk: self.biases[-1][m, :n].numpy().copy(),
+        }
+        return GlobalState(labels=labels, shared=shared, task=task)
+
+
+def _layer_keys(hidden: Sequence[int]) -> list[tuple[str, str]]:
+    """Array keys of :class:`~reportfed.model.ReportMLP`'s linear layers (Linear, ReLU, Dropout
+    per hidden layer, then the head)."""
+    keys = [(f"{3 * i}.weight", f"{3 * i}.bias") for i in range(len(hidden))]
+    return [*keys, ("weight", "bias")]
+
+
+def _check_configs(configs: Sequence[FederationConfig]) -> FederationConfig:
+    first = configs[0]
+    for c in configs[1:]:
+        for name in ("rounds", "local_epochs", "batch_size", "hidden", "dropout"):
+            if getattr(c, name) != getattr(first, name):
+                raise ValueError(f"lockstep federations must agree on {name}")
+    return first
+
+
+def run_federations(
+    federations: Sequence[Sequence[Node]],
+    configs: Sequence[FederationConfig],
+    *,
+    mode: Mode = "surgical",
+    chunk: int = 8,
+) -> list[LockstepResult]:
+    """Train ``federations`` (each a list of nodes, with its config) in lockstep.
+
+    Configs may differ in seed, learning rates, weighting and ``on_invalid``; rounds, epochs,
+    batch size and architecture must agree. ``chunk`` bounds how many nodes train per batched step
+    (whole federations are kept together): small enough that the stacked weights and Adam state
+    stay in cache.
+    """
+    if len(federations) != len(configs) or not federations:
+        raise ValueError("give one config per federation, and at least one federation")
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    _check_configs(configs)
+    dims = {n.x.shape[1] for nodes in federations for n in nodes}
+    if len(dims) != 1 or any(not nodes for nodes in federations):
+        raise ValueError(f"every federation needs nodes of one embedding dimension, got {dims}")
+    results: list[LockstepResult] = []
+    start = 0
+    while start < len(federations):
+        stop, size = start, 0
+        while stop < len(federations) and (stop == start or size + len(federations[stop]) <= chunk):
+            size += len(federations[stop])
+            stop += 1
+        results += _Lockstep(federations[start:stop], configs[start:stop], mode).run()
+        start = stop
+    return results
+
+
+class _Lockstep:
+    """One chunk of federations trained together (see :func:`run_federations`)."""
+
+    def __init__(
+        self, federations: Sequence[Sequence[Node]], configs: Sequence[FederationConfig], mode: Mode
+    ) -> None:
+        self.federations, self.configs, self.mode = federations, configs, mode
+        self.config = configs[0]
+        self.members = [(f, i, n) for f, nodes in enumerate(federations) for i, n in enumerate(nodes)]
+        dim = federations[0][0].x.shape[1]
+        width = max(len(n.labels) for _, _, n in self.members)
+        self.states = [
+            initial_state(dim, LabelSpace.union(n.labels for n in nodes), c)
+            for nodes, c in zip(federations, configs, strict=True)
+        ]
+        sizes = [*self.config.hidden, width]
+        ins = [dim, *self.config.hidden]
+        m = len(self.members)
+        self.stack = _Stack(
+            weights=[torch.zeros(m, i, o) for o, i in zip(sizes, ins, strict=True)],
+            biases=[torch.zeros(m, o) for o in sizes],
+            keys=_layer_keys(self.config.hidden),
+        )
+        for k, (f, _, node) in enumerate(self.members):
+            self.stack.load(k, self._view(f, node))
+        # every node's rows in one table; the last row is the padding row (no annotated label)
+        self.x = torch.from_numpy(
+            np.concatenate([*(n.x for _, _, n in self.members), np.zeros((1, dim))]).astype(np.float32)
+        )
+        y = np.full((len(self.x), width), np.nan, dtype=np.float32)
+        self.offsets = np.cumsum([0] + [len(n.x) for _, _, n in self.members])
+        for k, (_, _, n) in enumerate(self.members):
+            y[self.offsets[k] : self.offsets[k + 1], : len(n.labels)] = n.y
+        self.y = torch.from_numpy(y)
+        lrs = np.array([configs[f].node_lr.get(n.name, configs[f].lr) for f, _, n in self.members])
+        self.lr_groups = [(float(lr), torch.from_numpy(np.flatnonzero(lrs == lr))) for lr in np.unique(lrs)]
+        self.group = torch.tensor([f for f, _, _ in self.members])
+
+    def _view(self, f: int, node: Node) -> GlobalState:
+        shared, task = node_arrays(self.states[f], node.labels)
+        return GlobalState(node.labels, shared, task)
+
+    # -- one round ---------------------------------------------------------------------------
+    def _schedule(self, round_: int) -> tuple[torch.Tensor, list[torch.Tensor], torch.Tensor]:
+        """Row indices ``(S, M, B)``, dropout multipliers per hidden layer ``(S, M, B, h)`` and each
+        node's number of steps, drawn exactly as :func:`~reportfed.train.train_local` draws them
+        (one generator per node and round for the batch order, one for the dropout masks)."""
+        c = self.config
+        batches = [-(-len(n.x) // c.batch_size) * c.local_epochs for _, _, n in self.members]
+        shape = (max(batches), len(self.members), c.batch_size)
+        rows = torch.full(shape, len(self.x) - 1, dtype=torch.long)
+        keep = [torch.zeros(*shape, h) for h in c.hidden]
+        for k, (f, i, node) in enumerate(self.members):
+            seed = self.configs[f].seed * 100_003 + round_ * 1_009 + i
+            order_gen, mask_gen = torch.Generator(), torch.Generator()
+            order_gen.manual_seed(seed), mask_gen.manual_seed(seed)
+            step = 0
+            for _ in range(c.local_epochs):
+                order = torch.randperm(len(node.x), generator=order_gen) + int(self.offsets[k])
+                for start in range(0, len(node.x), c.batch_size):
+                    idx = order[start : start + c.batch_size]
+                    rows[step, k, : len(idx)] = idx
+                    for layer in keep if c.dropout > 0 else []:
+                        layer[step, k, : len(idx)].bernoulli_(1 - c.dropout, generator=mask_gen)
+                    step += 1
+        for layer in keep:
+            layer.div_(1 - c.dropout)
+        return rows, keep, torch.tensor(batches)
+
+    def _train_round(self, round_: int) -> list[float]:
+        rows, keep, steps_t = self._schedule(round_)
+        params = self.stack.params()
+        for p in params:
+            p.requires_grad_(True)
+        exp_avg = [torch.zeros_like(p) for p in params]
+        exp_avg_sq = [torch.zeros_like(p) for p in params]
+        loss_sum = torch.zeros(len(self.members))
+        tied = {2, 3} if self.mode == "split" else set()  # weight and bias of the second layer
+        for s in range(rows.shape[0]):
+            active = steps_t > s
+            batch = rows[s]
+            x, y = self.x[batch], self.y[batch]
+            h = x
+            for layer in range(len(self.config.hidden)):
+                w, b = self.stack.weights[layer], self.stack.biases[layer]
+                h = torch.relu(torch.baddbmm(b.unsqueeze(1), h, w))
+                if self.config.dropout > 0:
+                    h = h * keep[layer][s]
+            logits = torch.baddbmm(self.stack.biases[-1].unsqueeze(1), h, self.stack.weights[-1])
+            annotated = ~torch.isnan(y)
+            bce = functional.binary_cross_entropy_with_logits(
+                logits, torch.nan_to_num(y), reduction="none"
+            )
+            count = annotated.sum(dim=(1, 2)).clamp(min=1)
+            loss = (bce * annotated).sum(dim=(1, 2)) / count
+            # the fused Adam kernel below reads memory linearly: gradients must be contiguous
+            # (they are, with weights stored (in, out); .contiguous() is then free)
+            grads = [g.contiguous() for g in torch.autograd.grad(loss.sum(), params)]
+            with torch.no_grad():
+                loss_sum += torch.where(active, loss, 0.0)
+                stepping = [active] * len(params)
+                if tied:
+                    grads = [self._tie(g) if j in tied else g for j, g in enumerate(grads)]
+                    any_active = self._tie(active.float()) > 0
+                    stepping = [any_active if j in tied else active for j in range(len(params))]
+                self._adam(params, grads, (exp_avg, exp_avg_sq), s + 1, stepping)
+        for p in params:
+            p.requires_grad_(False)
+        return (loss_sum / steps_t.clamp(min=1)).tolist()
+
+    def _tie(self, g: torch.Tensor) -> torch.Tensor:
+        """Sum ``g`` over the nodes of each federation and give every node the sum."""
+        sums = torch.zeros((len(self.federations), *g.shape[1:]), dtype=g.dtype)
+        sums.index_add_(0, self.group, g)
+        return sums[self.group]
+
+    def _adam(
+        self,
+        params: list[torch.Tensor],
+        grads: Sequence[torch.Tensor],
+        state: tuple[list[torch.Tensor], list[torch.Tensor]],
+        step: int,
+        stepping: list[torch.Tensor],
+    ) -> None:
+        """One step of torch.optim.Adam (its fused CPU kernel) for the nodes in ``stepping[j]``
+        (per parameter ``j``), on per-node views of the stacked tensors."""
+        exp_avg, exp_avg_sq = state
+        count = torch.tensor(float(step))
+        for lr, group in self.lr_groups:
+            lists: tuple[list[torch.Tensor], ...] = ([], [], [], [])
+            for j, p in enumerate(params):
+                for k in group[stepping[j][group]].tolist():
+                    for out, t in zip(lists, (p, grads[j], exp_avg[j], exp_avg_sq[j]), strict=True):
+                        out.append(t[k])
+            if lists[0]:
+                torch._fused_adam_(
+                    *lists,
+                    [],
+                    [count] * len(lists[0]),
+                    lr=lr,
+                    beta1=_BETAS[0],
+                    beta2=_BETAS[1],
+                    weight_decay=0.0,
+                    eps=_EPS,
+                    amsgrad=False,
+                    maximize=False,
+                )
+
+    # -- the server --------------------------------------------------------------------------
+    def _server(self) -> None:
+        if self.mode not in ("surgical", "local-heads"):
+            return
+        for f, nodes in enumerate(self.federations):
+            members = [(k, n) for k, (g, _, n) in enumerate(self.members) if g == f]
+            updates = []
+            for k, node in members:
+                view = self.stack.view(k, node.labels)
+                updates.append(
+                    NodeUpdate(node.name, node.labels, view.shared, view.task, num_examples=len(node.x))
+                )
+            c = self.configs[f]
+            self.states[f] = aggregate(
+                updates, self.states[f], weighting=c.weighting, on_invalid=c.on_invalid
+            ).state
+            for k, node in members:
+                self.stack.load(k, self._view(f, node), task=self.mode == "surgical")
+
+    def run(self) -> list[LockstepResult]:
+        history: list[list[float]] = []
+        for r in range(self.config.rounds):
+            history.append(self._train_round(r))
+            self._server()
+        out = []
+        for f, nodes in enumerate(self.federations):
+            members = [(k, n) for k, (g, _, n) in enumerate(self.members) if g == f]
+            out.append(
+                LockstepResult(
+                    state=self.states[f] if self.mode == "surgical" else None,
+                    nodes={n.name: self.stack.view(k, n.labels) for k, n in members},
+                    loss=[{n.name: h[k] for k, n in members} for h in history],
+                )
+            )
+        return out
