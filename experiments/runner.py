@@ -1,17 +1,19 @@
-"""Shared machinery of the experiments: data, resumable repeats, statistics, tables and plots.
+"""Shared machinery of the experiments: resumable runs, statistics, tables and plots.
 
-An experiment is a list of named settings (a :class:`~reportfed.protocol.Protocol` each) run for
-seeds ``0..repeats-1`` on the IU corpus with cached MiniLM embeddings. Every finished run is
-appended to ``results/<experiment>.csv`` (rewritten atomically), so a crashed sweep restarts where
-it stopped. The summary ``results/<experiment>.md`` gives mean ± SD, a 95% bootstrap CI and a
-paired t-test against the reference setting (same seeds = same partitions).
+An experiment is a list of :class:`Setting` s (a scenario builder each: seed -> one repeat) and
+the methods run on each. Runs go through the lockstep engine, a batch of seeds at a time; every
+finished batch is appended to ``results/<experiment>.csv`` and ``<experiment>-labels.csv``
+(rewritten atomically), so a crashed sweep restarts where it stopped. Summaries give mean ± SD, a
+95% bootstrap CI and a paired t-test of every method against surgical aggregation on the same
+setting (same seeds = same partitions).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -21,63 +23,94 @@ from tqdm.auto import tqdm
 
 from reportfed.data.iu import load_iu
 from reportfed.embed import embed_texts, make_embedder
+from reportfed.federation.baselines import METHODS, Scenario, run_method
+from reportfed.federation.engine import FederationConfig
 from reportfed.io import atomic_write
 from reportfed.labels import CHEXPERT_13, LabelSpace
 from reportfed.paths import embeddings_cache_dir
-from reportfed.protocol import Protocol, simulate
 
 RESULTS = Path(__file__).resolve().parent / "results"
 METRICS = ("paper_accuracy", "leakfree_accuracy", "auroc", "leakfree_f1", "prevalence_accuracy")
+REFERENCE = "surgical"
 
 
 @dataclass(frozen=True)
 class Setting:
-    """One arm of an experiment: a name, an x-axis value for plots, and its protocol."""
+    """One arm of an experiment: a name, an x-axis value, a scenario builder (seed -> repeat), its
+    methods, the repeats of the baselines (``None``: the experiment's; surgical aggregation and
+    central always get the experiment's) and the embedder spec of its data."""
 
     name: str
     x: float
-    protocol: Protocol
+    scenario: Callable[[int], Scenario]
+    methods: tuple[str, ...] = (REFERENCE,)
+    baseline_repeats: int | None = None
+    embedder: str = "minilm"
+
+    def repeats(self, method: str, default: int) -> int:
+        if method in (REFERENCE, "central"):
+            return default
+        return self.baseline_repeats or default
 
 
-def iu_data(embedder: str = "minilm") -> tuple[np.ndarray, np.ndarray, LabelSpace, str]:
-    """IU reports with all 13 findings annotated: embeddings, labels, label space, fingerprint."""
-    table = load_iu().select_labels(list(CHEXPERT_13))
-    table = table.fully_annotated()
+@cache
+def iu_data(
+    embedder: str = "minilm", section: str = "text"
+) -> tuple[np.ndarray, np.ndarray, LabelSpace, str, list[str]]:
+    """IU reports with all 13 findings annotated: embeddings, labels, label space, embedder
+    fingerprint and report ids. ``section`` embeds ``findings`` or ``impression`` only."""
+    table = load_iu(section=section).select_labels(list(CHEXPERT_13)).fully_annotated()
     emb = make_embedder(embedder)
     x = embed_texts(table.texts, emb, cache_dir=embeddings_cache_dir())
-    return x, table.labels, table.label_space, emb.fingerprint
+    return x, table.labels, table.label_space, emb.fingerprint, list(table.ids)
+
+
+def _write(path: Path, rows: list[dict[str, object]]) -> None:
+    frame = pd.DataFrame(rows)
+    atomic_write(path, lambda tmp: frame.to_csv(tmp, index=False))
 
 
 def run(
-    name: str, settings: Sequence[Setting], repeats: int, *, out_dir: Path = RESULTS
-) -> pd.DataFrame:
-    """Run every setting for seeds ``0..repeats-1`` (skipping runs already stored); return all runs."""
+    name: str,
+    settings: Sequence[Setting],
+    repeats: int,
+    *,
+    config: FederationConfig | None = None,
+    out_dir: Path = RESULTS,
+    batch: int = 5,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Run every (setting, method, seed) not stored yet; return all runs and per-label rows."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / f"{name}.csv"
-    done = pd.read_csv(path) if path.exists() else pd.DataFrame(columns=["setting", "seed"])
-    finished = set(zip(done["setting"], done["seed"].astype(int), strict=True))
+    path, label_path = out_dir / f"{name}.csv", out_dir / f"{name}-labels.csv"
+    rows = pd.read_csv(path).to_dict("records") if path.exists() else []
+    label_rows = pd.read_csv(label_path).to_dict("records") if label_path.exists() else []
+    done = {(r["setting"], r["method"], int(r["seed"])) for r in rows}
     todo = [
-        (s, seed) for s in settings for seed in range(repeats) if (s.name, seed) not in finished
+        (s, m, [seed for seed in range(s.repeats(m, repeats)) if (s.name, m, seed) not in done])
+        for s in settings
+        for m in s.methods
     ]
-    rows = done.to_dict("records")
-    if todo:
-        x, y, labels, fingerprint = iu_data()
-        for setting, seed in tqdm(todo, desc=name, unit="run"):
-            result = simulate(x, y, labels, setting.protocol, seed, fingerprint=fingerprint)
-            rows.append(
-                {
-                    "setting": setting.name,
-                    "x": setting.x,
-                    "seed": seed,
-                    **result.metrics,
-                    "nodes": setting.protocol.n_nodes,
-                    "shared": setting.protocol.n_shared,
-                    "embedder": fingerprint,
-                }
-            )
-            frame = pd.DataFrame(rows)
-            atomic_write(path, lambda tmp, f=frame: f.to_csv(tmp, index=False))
-    return pd.DataFrame(rows)
+    todo = [(s, m, seeds) for s, m, seeds in todo if seeds]
+    with tqdm(total=sum(len(t[2]) for t in todo), desc=name, unit="run") as bar:
+        for setting, method, seeds in todo:
+            bar.set_postfix_str(f"{setting.name} {method}")
+            for start in range(0, len(seeds), batch):
+                chunk = seeds[start : start + batch]
+                scenarios = [setting.scenario(seed) for seed in chunk]
+                outcomes = run_method(scenarios, METHODS[method], config)
+                for o in outcomes:
+                    key = {
+                        "setting": setting.name,
+                        "x": setting.x,
+                        "method": method,
+                        "seed": o.seed,
+                    }
+                    rows.append({**key, **o.metrics, "embedder": iu_data(setting.embedder)[3]})
+                    label_rows += [{**key, "label": label, **m} for label, m in o.per_label.items()]
+                _write(path, rows)
+                _write(label_path, label_rows)
+                bar.update(len(chunk))
+    return pd.DataFrame(rows), pd.DataFrame(label_rows)
 
 
 def _bootstrap_ci(
@@ -87,76 +120,146 @@ def _bootstrap_ci(
     return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
 
 
-def summarize(runs: pd.DataFrame, settings: Sequence[Setting], reference: str) -> pd.DataFrame:
-    """Mean, SD, bootstrap CI per setting and metric; paired t-test p-value against ``reference``."""
+def summarize(runs: pd.DataFrame, settings: Sequence[Setting]) -> pd.DataFrame:
+    """Mean, SD and bootstrap CI per setting, method and metric; paired t-test p-value of each
+    method against surgical aggregation on the same setting and seeds."""
     rng = np.random.default_rng(0)
-    ref = runs[runs["setting"] == reference].set_index("seed")
-    rows = []
+    out = []
     for s in settings:
-        sub = runs[runs["setting"] == s.name].set_index("seed").sort_index()
-        row: dict[str, object] = {"setting": s.name, "x": s.x, "repeats": len(sub)}
-        for m in METRICS:
-            v = sub[m].to_numpy(float)
-            lo, hi = _bootstrap_ci(v, rng)
-            row[f"{m}_mean"], row[f"{m}_sd"] = v.mean(), v.std(ddof=1) if len(v) > 1 else 0.0
-            row[f"{m}_ci"] = f"[{lo:.4f}, {hi:.4f}]"
-            common = sub.index.intersection(ref.index)
-            if s.name != reference and len(common) > 1:
-                row[f"{m}_p_vs_{reference}"] = float(
-                    stats.ttest_rel(sub.loc[common, m], ref.loc[common, m]).pvalue
-                )
-        rows.append(row)
-    return pd.DataFrame(rows)
+        here = runs[runs["setting"] == s.name]
+        ref = here[here["method"] == REFERENCE].set_index("seed")
+        for method in s.methods:
+            sub = here[here["method"] == method].set_index("seed").sort_index()
+            if sub.empty:
+                continue
+            row: dict[str, object] = {"setting": s.name, "x": s.x, "method": method}
+            row["repeats"] = len(sub)
+            for m in METRICS:
+                v = sub[m].to_numpy(float)
+                lo, hi = _bootstrap_ci(v, rng)
+                row[f"{m}_mean"], row[f"{m}_sd"] = v.mean(), v.std(ddof=1) if len(v) > 1 else 0.0
+                row[f"{m}_ci"] = f"[{100 * lo:.2f}, {100 * hi:.2f}]"
+                common = sub.index.intersection(ref.index)
+                if method != REFERENCE and len(common) > 1:
+                    diff = sub.loc[common, m] - ref.loc[common, m]
+                    row[f"{m}_p"] = (
+                        1.0
+                        if np.allclose(diff, 0)
+                        else float(stats.ttest_rel(sub.loc[common, m], ref.loc[common, m]).pvalue)
+                    )
+            out.append(row)
+    return pd.DataFrame(out)
 
 
-def markdown(summary: pd.DataFrame, title: str, reference: str, notes: str = "") -> str:
-    """A Markdown table: mean ± SD (%) of the main metrics, p-values vs the reference."""
+def markdown(summary: pd.DataFrame, title: str, notes: str = "") -> str:
+    """A Markdown table: mean ± SD (%) of the main metrics, CI and paired p-value vs surgical."""
     lines = [
         f"# {title}",
         "",
         notes,
         "",
-        "| setting | n | paper acc. | leak-free acc. | macro AUROC | leak-free F1 | prevalence acc. | p (paper acc., paired t vs "
-        f"{reference}) |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| setting | method | n | paper acc. | 95% CI | leak-free acc. | macro AUROC | leak-free F1 "
+        "| prevalence acc. | p (paper acc. vs surgical) | p (AUROC vs surgical) |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for _, r in summary.iterrows():
 
-        def ms(m: str, r=r) -> str:
+        def ms(m: str, r: pd.Series = r) -> str:
             return f"{100 * r[f'{m}_mean']:.2f} ± {100 * r[f'{m}_sd']:.2f}"
 
-        p = r.get(f"paper_accuracy_p_vs_{reference}")
-        p_text = "—" if p is None or pd.isna(p) else f"{p:.2g}"
+        def p(m: str, r: pd.Series = r) -> str:
+            v = r.get(f"{m}_p")
+            return "—" if v is None or pd.isna(v) else f"{v:.2g}"
+
         lines.append(
-            f"| {r['setting']} | {r['repeats']} | {ms('paper_accuracy')} | {ms('leakfree_accuracy')} | "
-            f"{ms('auroc')} | {ms('leakfree_f1')} | {ms('prevalence_accuracy')} | {p_text} |"
+            f"| {r['setting']} | {r['method']} | {r['repeats']} | {ms('paper_accuracy')} "
+            f"| {r['paper_accuracy_ci']} | {ms('leakfree_accuracy')} | {ms('auroc')} "
+            f"| {ms('leakfree_f1')} | {ms('prevalence_accuracy')} | {p('paper_accuracy')} "
+            f"| {p('auroc')} |"
         )
     return "\n".join(lines) + "\n"
 
 
-def plot(summary: pd.DataFrame, path: Path, xlabel: str, central: pd.Series | None = None) -> None:
-    """Metric vs x with SD bands; the central baseline as a dashed line."""
+def label_table(labels: pd.DataFrame, setting: str, methods: Sequence[str]) -> str:
+    """Per-label mean AUROC and paper accuracy (%) of ``methods`` on one setting, as Markdown."""
+    here = labels[(labels["setting"] == setting) & labels["method"].isin(methods)]
+    table = here.groupby(["label", "method"])[["auroc", "paper_accuracy"]].mean().unstack("method")
+    present = [m for m in methods if m in table["auroc"].columns]
+    head = " | ".join(f"{m} AUROC | {m} acc." for m in present)
+    lines = [
+        f"Per label, setting `{setting}` (mean over repeats):",
+        "",
+        f"| label | {head} |",
+        "| --- |" + " ---: | ---: |" * len(present),
+    ]
+    for label, r in table.iterrows():
+        cells = " | ".join(
+            f"{100 * r[('auroc', m)]:.1f} | {100 * r[('paper_accuracy', m)]:.1f}" for m in present
+        )
+        lines.append(f"| {label} | {cells} |")
+    return "\n".join(lines) + "\n"
+
+
+def plot(
+    summary: pd.DataFrame,
+    path: Path,
+    xlabel: str,
+    *,
+    central: pd.Series | None = None,
+    paper: dict[float, float] | None = None,
+) -> None:
+    """Paper accuracy and macro AUROC vs x, one line per method with SD bands; the central
+    baseline as a dashed line; the paper's reported numbers (``{x: paper accuracy %}``) as stars."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6.5, 4))
-    for m, label in (
-        ("paper_accuracy", "paper accuracy (test-set Youden)"),
-        ("leakfree_accuracy", "leak-free accuracy"),
-        ("auroc", "macro AUROC"),
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for ax, (metric, title) in zip(
+        axes,
+        (("paper_accuracy", "paper accuracy (test-set Youden), %"), ("auroc", "macro AUROC, %")),
+        strict=True,
     ):
-        mean, sd = 100 * summary[f"{m}_mean"], 100 * summary[f"{m}_sd"]
-        line = ax.plot(summary["x"], mean, marker="o", label=label)[0]
-        ax.fill_between(summary["x"], mean - sd, mean + sd, alpha=0.15, color=line.get_color())
+        for method, sub in summary.groupby("method", sort=False):
+            sub = sub.sort_values("x")
+            mean, sd = 100 * sub[f"{metric}_mean"], 100 * sub[f"{metric}_sd"]
+            style = {"lw": 2.2} if method == REFERENCE else {"lw": 1.2, "alpha": 0.9}
+            line = ax.plot(sub["x"], mean, marker="o", ms=3, label=method, **style)[0]
+            ax.fill_between(sub["x"], mean - sd, mean + sd, alpha=0.12, color=line.get_color())
         if central is not None:
-            ax.axhline(100 * central[f"{m}_mean"], ls="--", color=line.get_color(), lw=1)
-    ax.plot([], [], ls="--", color="grey", label="central baseline")
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel("%")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+            ax.axhline(100 * central[f"{metric}_mean"], ls="--", color="k", lw=1, label="central")
+        if paper and metric == "paper_accuracy":
+            ax.plot(list(paper), list(paper.values()), "k*", ms=10, label="paper (Shah et al.)")
+        ax.set_xlabel(xlabel)
+        ax.set_title(title, fontsize=10)
+        ax.grid(alpha=0.3)
+    axes[1].legend(fontsize=7, loc="best")
+    fig.tight_layout()
+    atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=120, format="png"))
+    plt.close(fig)
+
+
+def label_plot(labels: pd.DataFrame, setting: str, methods: Sequence[str], path: Path) -> None:
+    """Per-label AUROC bars of ``methods`` on one setting."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    here = labels[(labels["setting"] == setting) & labels["method"].isin(methods)]
+    table = here.groupby(["label", "method"])["auroc"].mean().unstack("method")
+    present = [m for m in methods if m in table.columns]
+    fig, ax = plt.subplots(figsize=(11, 4))
+    width = 0.8 / max(len(present), 1)
+    for i, m in enumerate(present):
+        ax.bar(np.arange(len(table)) + i * width, 100 * table[m], width, label=m)
+    ax.set_xticks(np.arange(len(table)) + 0.4 - width / 2, table.index, rotation=35, ha="right")
+    ax.set_ylim(40, 100)
+    ax.set_ylabel("AUROC, %")
+    ax.set_title(f"per-label AUROC, {setting}", fontsize=10)
+    ax.legend(fontsize=7, ncol=3)
+    ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=120, format="png"))
     plt.close(fig)

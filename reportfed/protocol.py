@@ -14,7 +14,13 @@ from typing import Literal
 
 import numpy as np
 
-from reportfed.data.partition import dirichlet_rows, holdout, iid_rows, split_labels, train_test_rows
+from reportfed.data.partition import (
+    dirichlet_rows,
+    holdout,
+    iid_rows,
+    split_labels,
+    train_test_rows,
+)
 from reportfed.federation.baselines import Scenario, Site
 from reportfed.federation.engine import FederationConfig
 from reportfed.labeler import ReportLabeler

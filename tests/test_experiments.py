@@ -4,52 +4,68 @@ import pytest
 from scipy import stats
 
 from experiments import runner
-from experiments.runner import Setting, markdown, plot, run, summarize
+from experiments.runner import Setting, label_plot, label_table, markdown, plot, run, summarize
 from reportfed.federation.engine import FederationConfig
-from reportfed.protocol import Protocol
+from reportfed.protocol import Protocol, scenario
 
 from .synthetic import synthetic
 
 FAST = FederationConfig(rounds=2, hidden=(16,))
+X, Y, SPACE = synthetic(n=300)
+BUILT: list[int] = []
+
+
+def build(k: int):  # type: ignore[no-untyped-def]
+    def make(seed: int):  # type: ignore[no-untyped-def]
+        BUILT.append(seed)
+        return scenario(X, Y, SPACE, Protocol(n_nodes=k), seed)
+
+    return make
+
+
 SETTINGS = [
-    Setting("central", 1, Protocol(n_nodes=1, federation=FAST)),
-    Setting("K=2", 2, Protocol(n_nodes=2, federation=FAST)),
+    Setting("central", 1, build(1), ("central",)),
+    Setting("K=2", 2, build(2), ("surgical", "fl-zero-fill", "local"), baseline_repeats=2),
 ]
 
 
 def test_sweeps_resume_and_summarise(tmp_path, monkeypatch) -> None:
-    calls = []
-    x, y, space = synthetic(n=300)
-
-    def fake_iu():  # type: ignore[no-untyped-def]
-        calls.append(1)
-        return x, y, space, "synthetic"
-
-    monkeypatch.setattr(runner, "iu_data", fake_iu)
-    first = run("demo", SETTINGS, 2, out_dir=tmp_path)
-    assert len(first) == 4 and calls == [1]
-    again = run("demo", SETTINGS, 3, out_dir=tmp_path)  # only seed 2 of each setting is new
-    assert len(again) == 6 and len(calls) == 2
+    monkeypatch.setattr(runner, "iu_data", lambda embedder: (None, None, None, "synthetic", None))
+    runs, labels = run("demo", SETTINGS, 2, config=FAST, out_dir=tmp_path)
+    assert len(runs) == 2 + 2 * 3 and set(labels["label"]) == set(SPACE)
+    BUILT.clear()
+    runs, labels = run("demo", SETTINGS, 3, config=FAST, out_dir=tmp_path)
+    assert sorted(BUILT) == [2, 2]  # only seed 2 of central and of surgical are new
     stored = pd.read_csv(tmp_path / "demo.csv")
-    assert sorted(zip(stored["setting"], stored["seed"], strict=True)) == sorted(
-        (s, i) for s in ("central", "K=2") for i in range(3)
+    assert sorted(zip(stored["setting"], stored["method"], stored["seed"], strict=True)) == sorted(
+        [("central", "central", i) for i in range(3)]
+        + [("K=2", "surgical", i) for i in range(3)]
+        + [("K=2", m, i) for m in ("fl-zero-fill", "local") for i in range(2)]
     )
-    run("demo", SETTINGS, 3, out_dir=tmp_path)
-    assert len(calls) == 2  # nothing left to run: the data is not even loaded
+    BUILT.clear()
+    run("demo", SETTINGS, 3, config=FAST, out_dir=tmp_path)
+    assert BUILT == []  # nothing left to run
 
-    summary = summarize(again, SETTINGS, "central")
-    k2, central = (again[again.setting == n].sort_values("seed") for n in ("K=2", "central"))
-    expected_p = stats.ttest_rel(k2["auroc"], central["auroc"]).pvalue
-    row = summary.set_index("setting").loc["K=2"]
-    assert row["auroc_p_vs_central"] == pytest.approx(expected_p)
-    assert row["auroc_mean"] == pytest.approx(k2["auroc"].mean())
-    table = markdown(summary, "demo", "central")
-    assert "| K=2 | 3 |" in table and "± " in table
+    summary = summarize(runs, SETTINGS)
+    here = runs[runs.setting == "K=2"]
+    surgical, local = (
+        here[here.method == m].set_index("seed").sort_index() for m in ("surgical", "local")
+    )
+    expected = stats.ttest_rel(local["auroc"], surgical.loc[local.index, "auroc"]).pvalue
+    row = summary.set_index(["setting", "method"]).loc[("K=2", "local")]
+    assert row["auroc_p"] == pytest.approx(expected)
+    assert row["auroc_mean"] == pytest.approx(local["auroc"].mean())
+    table = markdown(summary, "demo")
+    assert "| K=2 | local | 2 |" in table and "± " in table
+    assert "Fracture" in label_table(labels, "K=2", ["surgical", "local"])
     plot(
         summary[summary.setting != "central"],
         tmp_path / "demo.png",
         "K",
         central=summary.set_index("setting").loc["central"],
+        paper={2.0: 90.0},
     )
-    assert (tmp_path / "demo.png").read_bytes()[:4] == b"\x89PNG"
+    label_plot(labels, "K=2", ["surgical", "local"], tmp_path / "labels.png")
+    for png in ("demo.png", "labels.png"):
+        assert (tmp_path / png).read_bytes()[:4] == b"\x89PNG"
     assert np.isfinite(summary["paper_accuracy_mean"]).all()

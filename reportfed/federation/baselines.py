@@ -30,14 +30,16 @@ from reportfed.train import predict_proba
 
 @dataclass(frozen=True)
 class Site:
-    """One site of a repeat: training and validation rows, the labels it annotates, and (for
-    section-shift scenarios) the embeddings of its rows if they differ from the scenario's."""
+    """One site of a repeat: training and validation rows, the labels it annotates and, where they
+    differ from the scenario's, the site's own embeddings (section shift) or labels (another
+    labeller) of every row."""
 
     name: str
     fit: np.ndarray
     val: np.ndarray
     labels: LabelSpace
     x: np.ndarray | None = None
+    y: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -59,8 +61,8 @@ class Scenario:
         """``y[rows]`` over the union of the sites' labels, NaN where ``site`` does not annotate."""
         union = self.union()
         out = np.full((len(rows), len(union)), np.nan, dtype=np.float32)
-        cols = union.indices(site.labels)
-        out[:, cols] = self.y[np.ix_(rows, self.labels.indices(site.labels))]
+        y = self.y if site.y is None else site.y
+        out[:, union.indices(site.labels)] = y[np.ix_(rows, self.labels.indices(site.labels))]
         return out
 
     def union(self) -> LabelSpace:
@@ -162,12 +164,15 @@ class Outcome:
 
 def _targets(scenario: Scenario, site: Site, rows: np.ndarray, method: Method) -> np.ndarray:
     if method.missing == "observed":
-        return scenario.y[np.ix_(rows, scenario.labels.indices(scenario.union()))].astype(np.float32)
+        return scenario.y[np.ix_(rows, scenario.labels.indices(scenario.union()))].astype(
+            np.float32
+        )
     view = scenario.site_view(site, rows)
     return np.nan_to_num(view, nan=0.0) if method.missing == "negative" else view
 
 
-def _nodes(scenario: Scenario, method: Method) -> list[Node]:
+def method_nodes(scenario: Scenario, method: Method) -> list[Node]:
+    """The nodes ``method`` trains on ``scenario`` (one pooled node for central methods)."""
     union = scenario.union()
     nodes = []
     for site in scenario.sites:
@@ -188,7 +193,8 @@ def _nodes(scenario: Scenario, method: Method) -> list[Node]:
     return nodes
 
 
-def _predict(state: GlobalState, x: np.ndarray, config: FederationConfig) -> np.ndarray:
+def predict_state(state: GlobalState, x: np.ndarray, config: FederationConfig) -> np.ndarray:
+    """Probabilities of the model with weights ``state`` on embeddings ``x``."""
     model = global_model(state, x.shape[1], config)
     return predict_proba(model, torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)))
 
@@ -204,8 +210,8 @@ def _evaluate(
     probs, thresholds = [], []
     for state, val_x, val_y in models:
         cols = scenario.labels.indices(state.labels)
-        probs.append(_predict(state, x_test, config))
-        thresholds.append(youden_thresholds(val_y, _predict(state, val_x, config)))
+        probs.append(predict_state(state, x_test, config))
+        thresholds.append(youden_thresholds(val_y, predict_state(state, val_x, config)))
         y_true.append(scenario.y[np.ix_(scenario.test, cols)])
         names += list(state.labels)
     per_label = label_metrics(
@@ -228,14 +234,16 @@ def _evaluate(
 
 
 def run_method(
-    scenarios: Sequence[Scenario], method: Method, config: FederationConfig = FederationConfig()
+    scenarios: Sequence[Scenario], method: Method, config: FederationConfig | None = None
 ) -> list[Outcome]:
-    """Train ``method`` on every scenario (seeded by the scenario's seed) and evaluate it."""
+    """Train ``method`` on every scenario (seeded by the scenario's seed) and evaluate it
+    (``config``: the paper's hyperparameters by default)."""
+    config = config or FederationConfig()
     base = config
     if method.continuous:
         base = replace(config, rounds=1, local_epochs=config.rounds * config.local_epochs)
     configs = [replace(base, seed=s.seed) for s in scenarios]
-    federations = [_nodes(s, method) for s in scenarios]
+    federations = [method_nodes(s, method) for s in scenarios]
     results = run_federations(federations, configs, mode=method.mode)
     outcomes = []
     for scenario, result in zip(scenarios, results, strict=True):

@@ -140,7 +140,9 @@ class _Lockstep:
     ) -> None:
         self.federations, self.configs, self.mode = federations, configs, mode
         self.config = configs[0]
-        self.members = [(f, i, n) for f, nodes in enumerate(federations) for i, n in enumerate(nodes)]
+        self.members = [
+            (f, i, n) for f, nodes in enumerate(federations) for i, n in enumerate(nodes)
+        ]
         dim = federations[0][0].x.shape[1]
         width = max(len(n.labels) for _, _, n in self.members)
         self.states = [
@@ -159,7 +161,9 @@ class _Lockstep:
             self.stack.load(k, self._view(f, node))
         # every node's rows in one table; the last row is the padding row (no annotated label)
         self.x = torch.from_numpy(
-            np.concatenate([*(n.x for _, _, n in self.members), np.zeros((1, dim))]).astype(np.float32)
+            np.concatenate([*(n.x for _, _, n in self.members), np.zeros((1, dim))]).astype(
+                np.float32
+            )
         )
         y = np.full((len(self.x), width), np.nan, dtype=np.float32)
         self.offsets = np.cumsum([0] + [len(n.x) for _, _, n in self.members])
@@ -167,8 +171,14 @@ class _Lockstep:
             y[self.offsets[k] : self.offsets[k + 1], : len(n.labels)] = n.y
         self.y = torch.from_numpy(y)
         lrs = np.array([configs[f].node_lr.get(n.name, configs[f].lr) for f, _, n in self.members])
-        self.lr_groups = [(float(lr), torch.from_numpy(np.flatnonzero(lrs == lr))) for lr in np.unique(lrs)]
+        self.lr_groups = [
+            (float(lr), torch.from_numpy(np.flatnonzero(lrs == lr))) for lr in np.unique(lrs)
+        ]
         self.group = torch.tensor([f for f, _, _ in self.members])
+
+    def _members_of(self, f: int) -> list[tuple[int, Node]]:
+        """(stack index, node) of federation ``f``'s nodes."""
+        return [(k, n) for k, (g, _, n) in enumerate(self.members) if g == f]
 
     def _view(self, f: int, node: Node) -> GlobalState:
         shared, task = node_arrays(self.states[f], node.labels)
@@ -261,16 +271,24 @@ class _Lockstep:
         exp_avg, exp_avg_sq = state
         count = torch.tensor(float(step))
         for lr, group in self.lr_groups:
-            lists: tuple[list[torch.Tensor], ...] = ([], [], [], [])
+            ps: list[torch.Tensor] = []
+            gs: list[torch.Tensor] = []
+            ms: list[torch.Tensor] = []
+            vs: list[torch.Tensor] = []
             for j, p in enumerate(params):
                 for k in group[stepping[j][group]].tolist():
-                    for out, t in zip(lists, (p, grads[j], exp_avg[j], exp_avg_sq[j]), strict=True):
-                        out.append(t[k])
-            if lists[0]:
+                    ps.append(p[k])
+                    gs.append(grads[j][k])
+                    ms.append(exp_avg[j][k])
+                    vs.append(exp_avg_sq[j][k])
+            if ps:
                 torch._fused_adam_(
-                    *lists,
+                    ps,
+                    gs,
+                    ms,
+                    vs,
                     [],
-                    [count] * len(lists[0]),
+                    [count] * len(ps),
                     lr=lr,
                     beta1=_BETAS[0],
                     beta2=_BETAS[1],
@@ -284,13 +302,15 @@ class _Lockstep:
     def _server(self) -> None:
         if self.mode not in ("surgical", "local-heads"):
             return
-        for f, nodes in enumerate(self.federations):
-            members = [(k, n) for k, (g, _, n) in enumerate(self.members) if g == f]
+        for f in range(len(self.federations)):
+            members = self._members_of(f)
             updates = []
             for k, node in members:
                 view = self.stack.view(k, node.labels)
                 updates.append(
-                    NodeUpdate(node.name, node.labels, view.shared, view.task, num_examples=len(node.x))
+                    NodeUpdate(
+                        node.name, node.labels, view.shared, view.task, num_examples=len(node.x)
+                    )
                 )
             c = self.configs[f]
             self.states[f] = aggregate(
@@ -305,8 +325,8 @@ class _Lockstep:
             history.append(self._train_round(r))
             self._server()
         out = []
-        for f, nodes in enumerate(self.federations):
-            members = [(k, n) for k, (g, _, n) in enumerate(self.members) if g == f]
+        for f in range(len(self.federations)):
+            members = self._members_of(f)
             out.append(
                 LockstepResult(
                     state=self.states[f] if self.mode == "surgical" else None,

@@ -1,0 +1,84 @@
+"""Baselines on one scenario: each method trains what it claims, evaluation covers every label."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from reportfed.data.partition import dirichlet_rows
+from reportfed.federation.baselines import METHODS, run_method
+from reportfed.federation.engine import FederationConfig
+from reportfed.protocol import Protocol, scenario, simulate
+
+from .synthetic import synthetic
+
+FAST = FederationConfig(rounds=3, hidden=(32, 16), lr=3e-3)
+
+
+@pytest.fixture(scope="module")
+def data():  # type: ignore[no-untyped-def]
+    return synthetic(n=900)
+
+
+def test_surgical_method_equals_the_labelers_simulation(data) -> None:  # type: ignore[no-untyped-def]
+    x, y, space = data
+    for k, method in ((3, "surgical"), (1, "central")):
+        protocol = Protocol(n_nodes=k, federation=FAST)
+        expected = simulate(x, y, space, protocol, seed=4).metrics
+        (got,) = run_method([scenario(x, y, space, protocol, 4)], METHODS[method], FAST)
+        assert got.metrics == pytest.approx(expected, abs=1e-6)
+
+
+def test_every_method_runs_and_evaluates_every_label(data) -> None:  # type: ignore[no-untyped-def]
+    x, y, space = data
+    scenarios = [scenario(x, y, space, Protocol(n_nodes=3, federation=FAST), s) for s in (0, 1)]
+    results = {name: run_method(scenarios, m, FAST) for name, m in METHODS.items()}
+    for name, outcomes in results.items():
+        assert [o.seed for o in outcomes] == [0, 1]
+        assert set(outcomes[0].per_label) == set(space), name
+        assert 0.5 < outcomes[0].metrics["auroc"] <= 1.0, name
+    # with no shared label, local heads are surgical aggregation (unique rows are never averaged)
+    assert results["local-heads"][0].metrics == pytest.approx(results["surgical"][0].metrics)
+    # the fully labelled central baseline beats every federated method on this learnable task
+    best = max(results[m][0].metrics["auroc"] for m in ("surgical", "fl-zero-fill", "local"))
+    assert results["central"][0].metrics["auroc"] > best
+
+
+def test_fedavg_baselines_coincide_with_surgical_when_all_labels_are_shared(data) -> None:  # type: ignore[no-untyped-def]
+    x, y, space = data
+    sc = [scenario(x, y, space, Protocol(n_nodes=2, n_shared=len(space), federation=FAST), 0)]
+    surgical = run_method(sc, METHODS["surgical"], FAST)[0].metrics
+    for name in ("fl-zero-fill", "fl-partial-loss"):
+        assert run_method(sc, METHODS[name], FAST)[0].metrics == pytest.approx(surgical, abs=1e-6)
+
+
+def test_zero_fill_sees_negatives_where_partial_loss_sees_nothing(data) -> None:  # type: ignore[no-untyped-def]
+    from reportfed.federation.baselines import method_nodes
+
+    x, y, space = data
+    sc = scenario(x, y, space, Protocol(n_nodes=2, federation=FAST), 0)
+    zero, partial = (
+        method_nodes(sc, METHODS["fl-zero-fill"]),
+        method_nodes(sc, METHODS["fl-partial-loss"]),
+    )
+    assert not np.isnan(zero[0].y).any() and np.isnan(partial[0].y).any()
+    assert zero[0].labels == partial[0].labels == sc.union() and set(sc.union()) == set(space)
+    observed = method_nodes(sc, METHODS["central"])
+    assert len(observed) == 1 and not np.isnan(observed[0].y).any()
+    masked = method_nodes(sc, replace(METHODS["central-masked"]))[0]
+    assert np.isnan(masked.y).mean() == pytest.approx(0.5, abs=0.01)
+
+
+def test_dirichlet_rows_skew_label_prevalence(data) -> None:  # type: ignore[no-untyped-def]
+    _, y, _ = data
+    rng = np.random.default_rng(0)
+    parts = dirichlet_rows(y, 3, 0.1, rng)
+    assert sorted(np.concatenate(parts).tolist()) == list(range(len(y)))
+    assert all(len(p) for p in parts)
+    prevalence = np.array([y[p].mean(axis=0) for p in parts])
+    iid = np.array([y[p].mean(axis=0) for p in np.array_split(rng.permutation(len(y)), 3)])
+    assert prevalence.std(axis=0).mean() > 3 * iid.std(axis=0).mean()
+    with pytest.raises(ValueError, match="alpha"):
+        dirichlet_rows(y, 3, 0.0, rng)

@@ -1,0 +1,113 @@
+"""The lockstep engine replays the per-node loop; its modes do what the baselines need."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import torch
+
+from reportfed.federation.engine import FederationConfig, Node, run_federation
+from reportfed.federation.lockstep import run_federations
+from reportfed.labels import LabelSpace
+from reportfed.model import ReportMLP, load_arrays, to_arrays
+from reportfed.train import train_local
+
+from .synthetic import synthetic
+
+CONFIG = FederationConfig(rounds=3, local_epochs=2, hidden=(32, 16), batch_size=8)
+
+
+def federation(seed: int, sizes: tuple[int, ...] = (101, 70, 33), shared: int = 0) -> list[Node]:
+    """Nodes of unequal size (so they run out of batches at different steps), with NaNs."""
+    x, y, space = synthetic(n=sum(sizes), dim=12, seed=seed)
+    rng = np.random.default_rng(seed)
+    y[rng.random(y.shape) < 0.1] = np.nan
+    nodes, start = [], 0
+    for i, n in enumerate(sizes):
+        own = list(space)[:shared] + list(space)[shared + i :: len(sizes)]
+        cols = space.indices(own)
+        rows = slice(start, start + n)
+        nodes.append(Node(f"n{i}", x[rows], y[rows][:, cols], LabelSpace(tuple(own))))
+        start += n
+    return nodes
+
+
+def assert_close(a: dict[str, np.ndarray], b: dict[str, np.ndarray], tol: float = 1e-5) -> None:
+    assert a.keys() == b.keys()
+    for k in a:
+        np.testing.assert_allclose(a[k], b[k], atol=tol, rtol=0)
+
+
+def test_lockstep_equals_the_per_node_loop() -> None:
+    feds = [federation(s) for s in range(3)]
+    configs = [replace(CONFIG, seed=s) for s in range(3)]
+    configs[1] = replace(configs[1], node_lr={"n2": 3e-3})  # a per-node learning rate
+    results = run_federations(feds, configs, chunk=4)  # two chunks: 3 nodes, then 6
+    for nodes, config, result in zip(feds, configs, results, strict=True):
+        loop = run_federation(nodes, config, progress=False)
+        assert result.state is not None and result.state.labels == loop.state.labels
+        assert_close(result.state.shared, loop.state.shared)
+        assert_close(result.state.task, loop.state.task)
+        for entry, losses in zip(loop.history, result.loss, strict=True):
+            assert losses == pytest.approx(entry["loss"], abs=1e-6)
+
+
+def test_local_heads_equal_surgical_aggregation_when_no_label_is_shared() -> None:
+    nodes = federation(0)
+    surgical = run_federations([nodes], [CONFIG])[0]
+    heads = run_federations([nodes], [CONFIG], mode="local-heads")[0]
+    for n in nodes:
+        assert_close(heads.nodes[n.name].task, surgical.nodes[n.name].task, tol=0)
+    # with shared labels the two differ: surgical averages the shared rows, local heads do not
+    shared = federation(0, shared=2)
+    a = run_federations([shared], [CONFIG])[0].nodes["n0"].task["weight"]
+    b = run_federations([shared], [CONFIG], mode="local-heads")[0].nodes["n0"].task["weight"]
+    assert np.abs(a - b).max() > 1e-3
+
+
+def test_mode_none_trains_each_node_alone() -> None:
+    nodes = federation(1)
+    config = replace(CONFIG, rounds=1)
+    result = run_federations([nodes], [config], mode="none")[0]
+    start = run_federations([nodes], [replace(config, rounds=0)], mode="none")[0]
+    assert result.state is None
+    for i, node in enumerate(nodes):
+        model = ReportMLP(node.x.shape[1], len(node.labels), config.hidden, config.dropout)
+        load_arrays(model, start.nodes[node.name].shared, start.nodes[node.name].task)
+        train_local(
+            model,
+            torch.from_numpy(node.x),
+            torch.from_numpy(node.y),
+            epochs=config.local_epochs,
+            lr=config.lr,
+            batch_size=config.batch_size,
+            seed=config.seed * 100_003 + i,
+        )
+        shared, task = to_arrays(model)
+        assert_close(result.nodes[node.name].shared, shared)
+        assert_close(result.nodes[node.name].task, task)
+
+
+def test_split_mode_keeps_one_body_per_federation() -> None:
+    feds = [federation(0), federation(1)]
+    result = run_federations(feds, [CONFIG, replace(CONFIG, seed=1)], mode="split")
+    for fed in result:
+        bodies = [fed.nodes[n].shared["3.weight"] for n in fed.nodes]
+        inputs = [fed.nodes[n].shared["0.weight"] for n in fed.nodes]
+        assert all(np.array_equal(bodies[0], b) for b in bodies)  # the server's body
+        assert not np.allclose(inputs[0], inputs[1])  # the sites' own input layers
+    assert not np.allclose(
+        result[0].nodes["n0"].shared["3.weight"], result[1].nodes["n0"].shared["3.weight"]
+    )
+
+
+def test_lockstep_rejects_federations_it_cannot_batch() -> None:
+    nodes = federation(0)
+    with pytest.raises(ValueError, match="agree on rounds"):
+        run_federations([nodes, nodes], [CONFIG, replace(CONFIG, rounds=4)])
+    with pytest.raises(ValueError, match="mode"):
+        run_federations([nodes], [CONFIG], mode="fedprox")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="one config per federation"):
+        run_federations([nodes], [])
