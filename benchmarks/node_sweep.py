@@ -73,7 +73,8 @@ def main() -> None:
 
     start = time.perf_counter()
     loop = [
-        run_federation(nodes, c, progress=False).state for (_, _, nodes), c in zip(runs, configs)
+        run_federation(nodes, c, progress=False).state
+        for (_, _, nodes), c in zip(runs, configs, strict=True)
     ]
     t_loop = time.perf_counter() - start
 
