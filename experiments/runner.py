@@ -234,8 +234,10 @@ def plot(
         ax.set_xlabel(xlabel)
         ax.set_title(title, fontsize=10)
         ax.grid(alpha=0.3)
-    axes[1].legend(fontsize=7, loc="best")
-    fig.tight_layout()
+    handles = dict(zip(*reversed(axes[0].get_legend_handles_labels()), strict=True))
+    handles.update(dict(zip(*reversed(axes[1].get_legend_handles_labels()), strict=True)))
+    fig.legend(handles.values(), handles.keys(), fontsize=8, loc="center right")
+    fig.tight_layout(rect=(0, 0, 0.84, 1))
     atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=120, format="png"))
     plt.close(fig)
 
@@ -250,7 +252,7 @@ def label_plot(labels: pd.DataFrame, setting: str, methods: Sequence[str], path:
     here = labels[(labels["setting"] == setting) & labels["method"].isin(methods)]
     table = here.groupby(["label", "method"])["auroc"].mean().unstack("method")
     present = [m for m in methods if m in table.columns]
-    fig, ax = plt.subplots(figsize=(11, 4))
+    fig, ax = plt.subplots(figsize=(12, 4.5))
     width = 0.8 / max(len(present), 1)
     for i, m in enumerate(present):
         ax.bar(np.arange(len(table)) + i * width, 100 * table[m], width, label=m)
@@ -258,7 +260,7 @@ def label_plot(labels: pd.DataFrame, setting: str, methods: Sequence[str], path:
     ax.set_ylim(40, 100)
     ax.set_ylabel("AUROC, %")
     ax.set_title(f"per-label AUROC, {setting}", fontsize=10)
-    ax.legend(fontsize=7, ncol=3)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=120, format="png"))
