@@ -210,6 +210,12 @@ def _embedder_args(p: argparse.ArgumentParser, *, choose: bool = True) -> None:
     p.add_argument("--base-url", default=None, help="base URL of an OpenAI-compatible API")
 
 
+def cmd_experiment(args: argparse.Namespace) -> None:
+    from experiments.__main__ import main as run_experiment
+
+    run_experiment([args.name, *args.args])
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``reportfed`` argument parser."""
     parser = argparse.ArgumentParser(prog="reportfed", description=__doc__.splitlines()[0])
@@ -268,6 +274,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--probabilities", default=None, help="also write per-label probabilities here")
     _embedder_args(p, choose=False)
     p.set_defaults(func=cmd_label)
+
+    p = sub.add_parser("experiment", help="run a paper experiment (= python -m experiments)")
+    p.add_argument("name", help="paper | nodes | shared | noniid | embeddings | vocab")
+    p.add_argument(
+        "args", nargs=argparse.REMAINDER, help="[--repeats N] [--quick] [--embedder SPEC]"
+    )
+    p.set_defaults(func=cmd_experiment)
 
     from reportfed.federation.flower.commands import add_parser as add_federation_parser
 

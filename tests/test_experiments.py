@@ -69,3 +69,11 @@ def test_sweeps_resume_and_summarise(tmp_path, monkeypatch) -> None:
     for png in ("demo.png", "labels.png"):
         assert (tmp_path / png).read_bytes()[:4] == b"\x89PNG"
     assert np.isfinite(summary["paper_accuracy_mean"]).all()
+
+
+def test_cli_forwards_to_the_experiment_runner(capsys) -> None:  # type: ignore[no-untyped-def]
+    from reportfed.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["experiment", "bogus", "--quick"])
+    assert exc.value.code == 2 and "invalid choice: 'bogus'" in capsys.readouterr().err
