@@ -24,10 +24,13 @@ def train_local(
     lr: float = 1e-3,
     batch_size: int = 32,
     seed: int = 0,
+    soft: torch.Tensor | None = None,
+    distill: float = 0.0,
 ) -> float:
     """Train ``model`` on ``(x, y)`` with a fresh Adam; returns the mean training loss.
 
-    ``seed`` fixes the batch order and dropout, so a run is reproducible.
+    ``seed`` fixes the batch order and dropout, so a run is reproducible. ``soft`` (same shape as
+    ``y``, NaN where unused) adds ``distill`` x the masked BCE against these soft targets.
     """
     if len(x) == 0:
         raise ValueError("a node has no training examples")
@@ -40,7 +43,10 @@ def train_local(
         order = torch.randperm(len(x), generator=gen)
         for start in range(0, len(x), batch_size):
             idx = order[start : start + batch_size]
-            loss = masked_bce(model(x[idx]), y[idx])
+            logits = model(x[idx])
+            loss = masked_bce(logits, y[idx])
+            if soft is not None and distill > 0:
+                loss = loss + distill * masked_bce(logits, soft[idx])
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()

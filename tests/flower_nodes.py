@@ -53,10 +53,12 @@ def run_config(**overrides: Any) -> dict[str, Any]:
     return {**defaults, **overrides}
 
 
-def engine_state(tables: dict[str, Path], cache: Path, names: str, rounds: int) -> GlobalState:
+def engine_state(
+    tables: dict[str, Path], cache: Path, names: str, rounds: int, **overrides: Any
+) -> GlobalState:
     """The in-process engine's global state for the nodes ``names`` after ``rounds`` rounds."""
     nodes = [load_site(tables[n], name=n, cache_dir=cache).node for n in sorted(names)]
-    config = FederationConfig(**{**CONFIG.__dict__, "rounds": rounds})
+    config = FederationConfig(**{**CONFIG.__dict__, "rounds": rounds, **overrides})
     return run_federation(nodes, config, progress=False).state
 
 

@@ -6,6 +6,7 @@ faults, joining and growing label sets are checked in seconds.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ from flwr.app import Array, ArrayRecord, Message
 
 from reportfed.aggregation import Arrays, GlobalState
 from reportfed.embed.weights import resolve_model_path
-from reportfed.federation.engine import initial_state
+from reportfed.federation.engine import FederationConfig, initial_state
 from reportfed.federation.flower import client_app, server_app
 from reportfed.federation.flower.strategy import SurgicalAggregation
 from reportfed.federation.flower.wire import ARRAYS, config_record
@@ -45,7 +46,12 @@ def init_fn(dim: int, labels: LabelSpace) -> tuple[Arrays, Arrays]:
 
 
 def run_strategy(
-    grid: DirectGrid, rounds: int, *, min_nodes: int = 2, between: Any = None
+    grid: DirectGrid,
+    rounds: int,
+    *,
+    min_nodes: int = 2,
+    between: Any = None,
+    config: FederationConfig = CONFIG,
 ) -> tuple[SurgicalAggregation, list[GlobalState]]:
     """Run the strategy; ``between(round, strategy, grid)`` runs after each round."""
     strategy = SurgicalAggregation(init_fn, min_nodes=min_nodes, evaluate_every=0, timeout=5)
@@ -59,8 +65,8 @@ def run_strategy(
 
     initial = strategy.register(grid, rounds)
     strategy.start(
-        grid, initial, num_rounds=rounds, timeout=5, train_config=config_record(CONFIG),
-        evaluate_config=config_record(CONFIG), evaluate_fn=after,
+        grid, initial, num_rounds=rounds, timeout=5, train_config=config_record(config),
+        evaluate_config=config_record(config), evaluate_fn=after,
     )  # fmt: skip
     return strategy, states
 
@@ -80,6 +86,19 @@ def test_flower_strategy_equals_in_process_engine_and_sends_only_own_rows(
         assert labels == list(strategy.members[msg.metadata.dst_node_id].labels), name
         assert msg.content[ARRAYS]["task.weight"].numpy().shape[0] == 3
     assert [e["accepted"] for e in strategy.history] == [["a", "b", "c"]] * 3
+
+
+def test_knowledge_transfer_sends_every_row_and_matches_the_engine(
+    tables: dict[str, Path], embeddings_cache: Path
+) -> None:
+    config = replace(CONFIG, distill=0.5)
+    grid = grid_with(tables, embeddings_cache)
+    strategy, states = run_strategy(grid, 2, config=config)
+    assert_same(states[-1], engine_state(tables, embeddings_cache, "abc", 2, distill=0.5))
+    for msg in (m for m in grid.sent if m.metadata.message_type == "train"):
+        assert msg.content[ARRAYS]["task.weight"].numpy().shape[0] == len(UNION)
+    for reply_labels in (strategy.members[n].labels for n in strategy.members):
+        assert len(reply_labels) == 3  # each node still claims only its own rows
 
 
 def test_poisoned_and_wrong_shape_updates_are_rejected_and_the_run_goes_on(

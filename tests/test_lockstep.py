@@ -54,6 +54,18 @@ def test_lockstep_equals_the_per_node_loop() -> None:
             assert losses == pytest.approx(entry["loss"], abs=1e-6)
 
 
+def test_lockstep_equals_the_loop_with_knowledge_transfer() -> None:
+    config = replace(CONFIG, distill=0.5)
+    nodes = federation(2)
+    result = run_federations([nodes], [config])[0]
+    loop = run_federation(nodes, config, progress=False)
+    assert result.state is not None
+    assert_close(result.state.shared, loop.state.shared)
+    assert_close(result.state.task, loop.state.task)
+    plain = run_federation(nodes, CONFIG, progress=False)  # and the option does change training
+    assert np.abs(plain.state.shared["0.weight"] - loop.state.shared["0.weight"]).max() > 1e-3
+
+
 def test_local_heads_equal_surgical_aggregation_when_no_label_is_shared() -> None:
     nodes = federation(0)
     surgical = run_federations([nodes], [CONFIG])[0]

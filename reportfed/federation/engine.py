@@ -23,7 +23,7 @@ from reportfed.aggregation import (
 )
 from reportfed.labels import LabelSpace
 from reportfed.model import ReportMLP, load_arrays, to_arrays
-from reportfed.train import train_local
+from reportfed.train import predict_proba, train_local
 
 
 @dataclass
@@ -45,7 +45,14 @@ class Node:
 
 @dataclass(frozen=True)
 class FederationConfig:
-    """Hyperparameters of a federated run (defaults: the paper's code)."""
+    """Hyperparameters of a federated run (defaults: the paper's code).
+
+    ``distill`` > 0 turns on knowledge transfer for the labels a node does not annotate: the node
+    receives the whole global model, and its loss adds ``distill`` x the BCE between its outputs
+    and the global model's predictions (at the start of the round) on its own reports for those
+    labels. It still sends back only its own labels' rows, so the surgical merge of annotated
+    labels is unchanged. 0 (default) is the paper's method.
+    """
 
     rounds: int = 20
     local_epochs: int = 1
@@ -57,6 +64,7 @@ class FederationConfig:
     weighting: Weighting = "uniform"
     on_invalid: OnInvalid = "raise"
     seed: int = 0
+    distill: float = 0.0
 
 
 @dataclass
@@ -90,20 +98,37 @@ def local_round(
     node_index: int,
     model: ReportMLP | None = None,
 ) -> tuple[NodeUpdate, float]:
-    """A node's work in one round: load its view of ``state``, train, return its update and loss."""
-    model = model or ReportMLP(node.x.shape[1], len(node.labels), config.hidden, config.dropout)
-    shared, task = node_arrays(state, node.labels)
+    """A node's work in one round: load its view of ``state``, train, return its update and loss.
+
+    The view is the shared block and the node's rows, or every row with ``config.distill`` (the
+    global model's predictions then become soft targets for the labels the node lacks).
+    """
+    head = state.labels if config.distill > 0 else node.labels
+    if model is None or model.task.out_features != len(head):
+        model = ReportMLP(node.x.shape[1], len(head), config.hidden, config.dropout)
+    shared, task = node_arrays(state, head)
     load_arrays(model, shared, task)
+    x = torch.from_numpy(node.x)
+    own = head.indices(node.labels)
+    y, soft = node.y, None
+    if config.distill > 0:
+        y = np.full((len(node.x), len(head)), np.nan, dtype=np.float32)
+        y[:, own] = node.y
+        soft = predict_proba(model, x)
+        soft[:, own] = np.nan
     loss = train_local(
         model,
-        torch.from_numpy(node.x),
-        torch.from_numpy(node.y),
+        x,
+        torch.from_numpy(y),
         epochs=config.local_epochs,
         lr=config.node_lr.get(node.name, config.lr),
         batch_size=config.batch_size,
         seed=config.seed * 100_003 + round_ * 1_009 + node_index,
+        soft=None if soft is None else torch.from_numpy(soft),
+        distill=config.distill,
     )
     shared, task = to_arrays(model)
+    task = {k: v[own] for k, v in task.items()}
     return NodeUpdate(node.name, node.labels, shared, task, num_examples=len(node.x)), loss
 
 

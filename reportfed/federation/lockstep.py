@@ -92,7 +92,7 @@ def _layer_keys(hidden: Sequence[int]) -> list[tuple[str, str]]:
 def _check_configs(configs: Sequence[FederationConfig]) -> FederationConfig:
     first = configs[0]
     for c in configs[1:]:
-        for name in ("rounds", "local_epochs", "batch_size", "hidden", "dropout"):
+        for name in ("rounds", "local_epochs", "batch_size", "hidden", "dropout", "distill"):
             if getattr(c, name) != getattr(first, name):
                 raise ValueError(f"lockstep federations must agree on {name}")
     return first
@@ -144,11 +144,16 @@ class _Lockstep:
             (f, i, n) for f, nodes in enumerate(federations) for i, n in enumerate(nodes)
         ]
         dim = federations[0][0].x.shape[1]
-        width = max(len(n.labels) for _, _, n in self.members)
         self.states = [
             initial_state(dim, LabelSpace.union(n.labels for n in nodes), c)
             for nodes, c in zip(federations, configs, strict=True)
         ]
+        # the labels of each node's head: its own, or every label of its federation (distill)
+        self.heads = [
+            self.states[f].labels if self.config.distill > 0 else n.labels
+            for f, _, n in self.members
+        ]
+        width = max(len(h) for h in self.heads)
         sizes = [*self.config.hidden, width]
         ins = [dim, *self.config.hidden]
         m = len(self.members)
@@ -157,8 +162,8 @@ class _Lockstep:
             biases=[torch.zeros(m, o) for o in sizes],
             keys=_layer_keys(self.config.hidden),
         )
-        for k, (f, _, node) in enumerate(self.members):
-            self.stack.load(k, self._view(f, node))
+        for k in range(m):
+            self.stack.load(k, self._view(k))
         # every node's rows in one table; the last row is the padding row (no annotated label)
         self.x = torch.from_numpy(
             np.concatenate([*(n.x for _, _, n in self.members), np.zeros((1, dim))]).astype(
@@ -168,7 +173,7 @@ class _Lockstep:
         y = np.full((len(self.x), width), np.nan, dtype=np.float32)
         self.offsets = np.cumsum([0] + [len(n.x) for _, _, n in self.members])
         for k, (_, _, n) in enumerate(self.members):
-            y[self.offsets[k] : self.offsets[k + 1], : len(n.labels)] = n.y
+            y[self.offsets[k] : self.offsets[k + 1], self.heads[k].indices(n.labels)] = n.y
         self.y = torch.from_numpy(y)
         lrs = np.array([configs[f].node_lr.get(n.name, configs[f].lr) for f, _, n in self.members])
         self.lr_groups = [
@@ -180,9 +185,35 @@ class _Lockstep:
         """(stack index, node) of federation ``f``'s nodes."""
         return [(k, n) for k, (g, _, n) in enumerate(self.members) if g == f]
 
-    def _view(self, f: int, node: Node) -> GlobalState:
-        shared, task = node_arrays(self.states[f], node.labels)
-        return GlobalState(node.labels, shared, task)
+    def _view(self, k: int) -> GlobalState:
+        """What node ``k`` receives from its federation's global model: its head's rows."""
+        shared, task = node_arrays(self.states[self.members[k][0]], self.heads[k])
+        return GlobalState(self.heads[k], shared, task)
+
+    def _own(self, k: int) -> GlobalState:
+        """Node ``k``'s weights over its own labels (what it sends to the server)."""
+        view = self.stack.view(k, self.heads[k])
+        rows = self.heads[k].indices(self.members[k][2].labels)
+        task = {key: v[rows] for key, v in view.task.items()}
+        return GlobalState(self.members[k][2].labels, view.shared, task)
+
+    def _soft_targets(self) -> torch.Tensor | None:
+        """With ``distill``: every node's predictions (eval mode) on its rows for the labels it
+        does not annotate, NaN elsewhere; computed at the start of a round, as the loop does."""
+        if self.config.distill <= 0:
+            return None
+        soft = torch.full_like(self.y, float("nan"))
+        with torch.no_grad():
+            for k, (_, _, node) in enumerate(self.members):
+                lo, hi = int(self.offsets[k]), int(self.offsets[k + 1])
+                h = self.x[lo:hi]
+                for w, b in zip(self.stack.weights, self.stack.biases, strict=True):
+                    h = h @ w[k] + b[k]
+                    if w is not self.stack.weights[-1]:
+                        h = torch.relu(h)
+                others = [j for j, name in enumerate(self.heads[k]) if name not in node.labels]
+                soft[lo:hi, others] = torch.sigmoid(h[:, others])
+        return soft
 
     # -- one round ---------------------------------------------------------------------------
     def _schedule(self, round_: int) -> tuple[torch.Tensor, list[torch.Tensor], torch.Tensor]:
@@ -213,6 +244,7 @@ class _Lockstep:
 
     def _train_round(self, round_: int) -> list[float]:
         rows, keep, steps_t = self._schedule(round_)
+        soft = self._soft_targets()
         params = self.stack.params()
         for p in params:
             p.requires_grad_(True)
@@ -237,6 +269,14 @@ class _Lockstep:
             )
             count = annotated.sum(dim=(1, 2)).clamp(min=1)
             loss = (bce * annotated).sum(dim=(1, 2)) / count
+            if soft is not None:
+                target = soft[batch]
+                kept = ~torch.isnan(target)
+                soft_bce = functional.binary_cross_entropy_with_logits(
+                    logits, torch.nan_to_num(target), reduction="none"
+                )
+                distilled = (soft_bce * kept).sum(dim=(1, 2)) / kept.sum(dim=(1, 2)).clamp(min=1)
+                loss = loss + self.config.distill * distilled
             # the fused Adam kernel below reads memory linearly: gradients must be contiguous
             # (they are, with weights stored (in, out); .contiguous() is then free)
             grads = [g.contiguous() for g in torch.autograd.grad(loss.sum(), params)]
@@ -306,7 +346,7 @@ class _Lockstep:
             members = self._members_of(f)
             updates = []
             for k, node in members:
-                view = self.stack.view(k, node.labels)
+                view = self._own(k)
                 updates.append(
                     NodeUpdate(
                         node.name, node.labels, view.shared, view.task, num_examples=len(node.x)
@@ -317,7 +357,7 @@ class _Lockstep:
                 updates, self.states[f], weighting=c.weighting, on_invalid=c.on_invalid
             ).state
             for k, node in members:
-                self.stack.load(k, self._view(f, node), task=self.mode == "surgical")
+                self.stack.load(k, self._view(k), task=self.mode == "surgical")
 
     def run(self) -> list[LockstepResult]:
         history: list[list[float]] = []
@@ -330,7 +370,7 @@ class _Lockstep:
             out.append(
                 LockstepResult(
                     state=self.states[f] if self.mode == "surgical" else None,
-                    nodes={n.name: self.stack.view(k, n.labels) for k, n in members},
+                    nodes={n.name: self._own(k) for k, n in members},
                     loss=[{n.name: h[k] for k, n in members} for h in history],
                 )
             )

@@ -2,7 +2,8 @@
 
 Run config (``app/pyproject.toml``, overridable with ``flwr run --run-config``):
 ``rounds``, ``local-epochs``, ``lr``, ``batch-size``, ``hidden`` ("512,256"), ``dropout``,
-``seed``, ``weighting``, ``embedder``, ``fingerprint`` (required embedder fingerprint, "" = the
+``seed``, ``weighting``, ``distill`` (knowledge transfer for labels a node lacks; 0 = off),
+``embedder``, ``fingerprint`` (required embedder fingerprint, "" = the
 nodes' most common), ``min-nodes``, ``evaluate-every``, ``round-timeout`` (s), ``out`` (directory
 of ``global.safetensors`` and ``history.json``), ``resume``, ``dp-noise`` / ``dp-clip``
 (client-side clipping + central Gaussian noise through Flower's DP wrapper; off when 0).

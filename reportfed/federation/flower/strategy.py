@@ -226,6 +226,8 @@ class SurgicalAggregation(Strategy):
             if member.node_id not in connected:
                 continue
             known = [name for name in member.labels if name in state.labels]
+            if kind == "train" and float(config.get("distill", 0.0)) > 0:  # type: ignore[arg-type]
+                known = list(state.labels)  # knowledge transfer: the node needs every row
             shared, task = node_arrays(state, known)
             meta = ConfigRecord(dict(config))
             meta["labels"] = known

@@ -56,6 +56,7 @@ def config_record(config: FederationConfig) -> ConfigRecord:
             "hidden": ",".join(str(h) for h in config.hidden),
             "dropout": config.dropout,
             "seed": config.seed,
+            "distill": config.distill,
         }
     )
 
@@ -73,6 +74,7 @@ def federation_config(record: Mapping[str, Any]) -> FederationConfig:
         dropout=float(record["dropout"]),
         weighting=str(record.get("weighting", default.weighting)),  # type: ignore[arg-type]
         seed=int(record["seed"]),
+        distill=float(record.get("distill", default.distill)),
     )
 
 
