@@ -356,7 +356,7 @@ class _Lockstep:
             self.states[f] = aggregate(
                 updates, self.states[f], weighting=c.weighting, on_invalid=c.on_invalid
             ).state
-            for k, node in members:
+            for k, _ in members:
                 self.stack.load(k, self._view(k), task=self.mode == "surgical")
 
     def run(self) -> list[LockstepResult]:
