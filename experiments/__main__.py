@@ -10,7 +10,9 @@ each site's training rows held out for leak-free thresholds, MLP 512-256, Adam 1
   embeds findings, the other impressions; tested on whole reports);
 * ``embeddings``: K=2, 0 shared: all-MiniLM-L6-v2 vs all-mpnet-base-v2 vs ``--embedder`` specs;
 * ``vocab``: a CheXpert-named site (MeSH labels) and an NIH-named site (NegBio labels) on
-  disjoint reports, with and without alias harmonisation.
+  disjoint reports, with and without alias harmonisation;
+* ``beyond``: K=2 and K=10 with engine options beyond the paper (more local epochs, knowledge
+  transfer for labels a site lacks) against the paper's method, central and site-alone models.
 """
 
 from __future__ import annotations
@@ -39,13 +41,32 @@ from experiments.runner import (
 from experiments.sources import mpnet_path, negbio_csv
 from reportfed.data.iu import load_negbio
 from reportfed.data.partition import holdout, iid_rows, train_test_rows
-from reportfed.federation.baselines import Scenario, Site
+from reportfed.federation.baselines import METHODS, Method, Scenario, Site
 from reportfed.federation.engine import FederationConfig
 from reportfed.io import atomic_write
 from reportfed.labels import LabelSpace, canonical
 from reportfed.protocol import Protocol, scenario
 
-EXPERIMENTS = ("paper", "nodes", "shared", "noniid", "embeddings", "vocab")
+EXPERIMENTS = ("paper", "nodes", "shared", "noniid", "embeddings", "vocab", "beyond")
+#: Beyond the paper: engine options on top of surgical aggregation (same splits, paired tests).
+VARIANTS = {
+    m.name: m
+    for m in (
+        Method(
+            "epochs=5",
+            "surgical, 5 local epochs per round",
+            "surgical",
+            options={"local_epochs": 5},
+        ),
+        Method("distill=1", "surgical + knowledge transfer", "surgical", options={"distill": 1.0}),
+        Method(
+            "epochs=5+distill=1",
+            "surgical, 5 local epochs + knowledge transfer",
+            "surgical",
+            options={"local_epochs": 5, "distill": 1.0},
+        ),
+    )
+}
 #: Shah et al. (MIDL 2025), private radiologist labels: paper accuracy (%).
 PAPER_NODES = {1.0: 91.67, 2.0: 89.98, 10.0: 74.73}
 BASELINES = (
@@ -235,6 +256,14 @@ def settings_for(name: str, embedders: Sequence[str]) -> tuple[list[Setting], st
             ],
             "",
         )
+    if name == "beyond":
+        return (
+            [
+                Setting(f"K={k}", k, _iid(n_nodes=k), (REFERENCE, *VARIANTS, "central", "local"))
+                for k in (2, 10)
+            ],
+            "",
+        )
     raise SystemExit(f"unknown experiment {name!r}: choose one of {', '.join(EXPERIMENTS)}")
 
 
@@ -265,7 +294,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         ]
     config = FederationConfig(rounds=5) if args.quick else FederationConfig()
     tag = f"{args.name}-quick" if args.quick else args.name
-    runs, labels = run(tag, settings, repeats, config=config)
+    runs, labels = run(tag, settings, repeats, config=config, methods={**METHODS, **VARIANTS})
     summary = summarize(runs, settings)
     notes = NOTES
     if args.name == "paper":

@@ -11,7 +11,7 @@ setting (same seeds = same partitions).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -23,7 +23,7 @@ from tqdm.auto import tqdm
 
 from reportfed.data.iu import load_iu
 from reportfed.embed import embed_texts, make_embedder
-from reportfed.federation.baselines import METHODS, Scenario, run_method
+from reportfed.federation.baselines import METHODS, Method, Scenario, run_method
 from reportfed.federation.engine import FederationConfig
 from reportfed.io import atomic_write
 from reportfed.labels import CHEXPERT_13, LabelSpace
@@ -78,8 +78,11 @@ def run(
     config: FederationConfig | None = None,
     out_dir: Path = RESULTS,
     batch: int = 5,
+    methods: Mapping[str, Method] = METHODS,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Run every (setting, method, seed) not stored yet; return all runs and per-label rows."""
+    """Run every (setting, method, seed) not stored yet; return all runs and per-label rows.
+
+    Method names resolve in ``methods`` (the baselines by default)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     path, label_path = out_dir / f"{name}.csv", out_dir / f"{name}-labels.csv"
     rows = pd.read_csv(path).to_dict("records") if path.exists() else []
@@ -97,7 +100,7 @@ def run(
             for start in range(0, len(seeds), batch):
                 chunk = seeds[start : start + batch]
                 scenarios = [setting.scenario(seed) for seed in chunk]
-                outcomes = run_method(scenarios, METHODS[method], config)
+                outcomes = run_method(scenarios, methods[method], config)
                 for o in outcomes:
                     key = {
                         "setting": setting.name,

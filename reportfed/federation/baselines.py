@@ -13,9 +13,9 @@ per site on the site's own labels, a label's metric averaged over the sites that
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -78,6 +78,7 @@ class Method:
     negative, or its true value (``observed``: the central baseline with every label known).
     ``pooled``: all sites' rows on one node (central). ``continuous``: one optimiser run of
     ``rounds x local_epochs`` epochs instead of rounds (methods without a server round).
+    ``options``: :class:`FederationConfig` fields this method sets (e.g. ``{"distill": 1.0}``).
     """
 
     name: str
@@ -87,6 +88,7 @@ class Method:
     missing: Literal["masked", "negative", "observed"] = "masked"
     pooled: bool = False
     continuous: bool = False
+    options: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def per_site(self) -> bool:
@@ -238,7 +240,7 @@ def run_method(
 ) -> list[Outcome]:
     """Train ``method`` on every scenario (seeded by the scenario's seed) and evaluate it
     (``config``: the paper's hyperparameters by default)."""
-    config = config or FederationConfig()
+    config = replace(config or FederationConfig(), **method.options)
     base = config
     if method.continuous:
         base = replace(config, rounds=1, local_epochs=config.rounds * config.local_epochs)
