@@ -11,6 +11,9 @@ each site's training rows held out for leak-free thresholds, MLP 512-256, Adam 1
 * ``embeddings``: K=2, 0 shared: all-MiniLM-L6-v2 vs all-mpnet-base-v2 vs ``--embedder`` specs;
 * ``vocab``: a CheXpert-named site (MeSH labels) and an NIH-named site (NegBio labels) on
   disjoint reports, with and without alias harmonisation;
+* ``psi``: K=4, label heterogeneity psi = the share of the 13 labels each site does *not*
+  annotate (0 = every site has every label; each label keeps at least one site);
+* ``size``: K=2, 0 shared, each site keeps a fraction N of its training rows (test set fixed);
 * ``beyond``: K=2 and K=10 with engine options beyond the paper (more local epochs, knowledge
   transfer for labels a site lacks) against the paper's method, central and site-alone models.
 """
@@ -47,7 +50,7 @@ from reportfed.io import atomic_write
 from reportfed.labels import LabelSpace, canonical
 from reportfed.protocol import Protocol, scenario
 
-EXPERIMENTS = ("paper", "nodes", "shared", "noniid", "embeddings", "vocab", "beyond")
+EXPERIMENTS = ("paper", "nodes", "shared", "noniid", "embeddings", "vocab", "psi", "size", "beyond")
 #: Beyond the paper: engine options on top of surgical aggregation (same splits, paired tests).
 VARIANTS = {
     m.name: m
@@ -164,6 +167,39 @@ def _vocab(aliases: bool) -> Callable[[int], Scenario]:
     return build
 
 
+def _psi(psi: float) -> Callable[[int], Scenario]:
+    def build(seed: int) -> Scenario:
+        x, y, labels, _, _ = iu_data()
+        base = scenario(x, y, labels, Protocol(n_nodes=4, n_shared=len(labels)), seed)
+        rng = np.random.default_rng(10_000 + seed)
+        drop = round(psi * len(labels))
+        kept = [set(rng.permutation(len(labels))[drop:].tolist()) for _ in base.sites]
+        for c in range(len(labels)):  # a label nobody kept goes to a random site
+            if not any(c in k for k in kept):
+                kept[int(rng.integers(len(kept)))].add(c)
+        sites = [
+            replace(s, labels=LabelSpace(tuple(labels[c] for c in sorted(k))))
+            for s, k in zip(base.sites, kept, strict=True)
+        ]
+        return replace(base, sites=sites)
+
+    return build
+
+
+def _size(fraction: float) -> Callable[[int], Scenario]:
+    def build(seed: int) -> Scenario:
+        x, y, labels, _, _ = iu_data()
+        base = scenario(x, y, labels, Protocol(n_nodes=2), seed)
+        rng = np.random.default_rng(20_000 + seed)
+        sites = [
+            replace(s, fit=np.sort(rng.permutation(s.fit)[: max(1, round(fraction * len(s.fit)))]))
+            for s in base.sites
+        ]
+        return replace(base, sites=sites)
+
+    return build
+
+
 def settings_for(name: str, embedders: Sequence[str]) -> tuple[list[Setting], str]:
     """The settings of an experiment and its plot x-axis label."""
     central = Setting("central", 1, _iid(n_nodes=1), ("central",))
@@ -255,6 +291,34 @@ def settings_for(name: str, embedders: Sequence[str]) -> tuple[list[Setting], st
                 for i, (label, aliases) in enumerate((("aliases", True), ("no aliases", False)))
             ],
             "",
+        )
+    if name == "psi":
+        return (
+            [
+                Setting(
+                    f"psi={p}",
+                    p,
+                    _psi(p),
+                    (REFERENCE, "fl-zero-fill", "fl-partial-loss", "local"),
+                    baseline_repeats=10,
+                )
+                for p in (0.0, 0.25, 0.5, 0.75)
+            ],
+            "label heterogeneity psi (share of labels a site lacks, K=4)",
+        )
+    if name == "size":
+        return (
+            [
+                Setting(
+                    f"N={f}",
+                    f,
+                    _size(f),
+                    (REFERENCE, "central-masked", "local"),
+                    baseline_repeats=10,
+                )
+                for f in (0.1, 0.25, 0.5, 1.0)
+            ],
+            "fraction N of each site's training rows (K=2)",
         )
     if name == "beyond":
         return (
