@@ -47,7 +47,7 @@ from reportfed.data.partition import holdout, iid_rows, train_test_rows
 from reportfed.federation.baselines import METHODS, Method, Scenario, Site
 from reportfed.federation.engine import FederationConfig
 from reportfed.io import atomic_write
-from reportfed.labels import LabelSpace, canonical
+from reportfed.labels import CHEXPERT_13, LabelSpace, canonical
 from reportfed.protocol import Protocol, scenario
 
 EXPERIMENTS = ("paper", "nodes", "shared", "noniid", "embeddings", "vocab", "psi", "size", "beyond")
@@ -198,6 +198,29 @@ def _size(fraction: float) -> Callable[[int], Scenario]:
         return replace(base, sites=sites)
 
     return build
+
+
+def vocab_merge_table(labels: pd.DataFrame) -> str:
+    """Surgical aggregation's AUROC on the findings both vocabularies name: one merged class with
+    aliases, two classes (each learned by one site) without."""
+    surgical = labels[labels["method"] == REFERENCE]
+    mean = surgical.groupby(["setting", "label"])["auroc"].mean()
+    rows = [
+        "Findings named by both sites (surgical aggregation, macro AUROC %): with aliases one class "
+        "learned from both sites' reports; without, one class per vocabulary.",
+        "",
+        "| finding | aliases: merged | no aliases: CheXpert name | no aliases: NIH name |",
+        "| --- | ---: | ---: | ---: |",
+    ]
+    for raw in pd.read_csv(negbio_csv(), nrows=0).columns:
+        name = canonical(raw, allow_unknown=True)
+        if raw == "normal" or name not in CHEXPERT_13 or ("aliases", name) not in mean:
+            continue
+        rows.append(
+            f"| {name} | {100 * mean['aliases', name]:.1f} | {100 * mean['no aliases', name]:.1f} "
+            f"| {100 * mean['no aliases', f'NIH {raw}']:.1f} |"
+        )
+    return "\n".join(rows) + "\n"
 
 
 def settings_for(name: str, embedders: Sequence[str]) -> tuple[list[Setting], str]:
@@ -373,6 +396,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     ).name  # per-label detail where most methods ran
     methods = [m for m in dict.fromkeys(m for s in settings for m in s.methods)]
     text += "\n" + label_table(labels, focus, methods)
+    if args.name == "vocab":
+        text += "\n" + vocab_merge_table(labels)
     atomic_write(RESULTS / f"{tag}.md", text.encode())
     label_plot(labels, focus, methods, RESULTS / f"{tag}-labels.png")
     central = summary[summary["method"] == "central"]
