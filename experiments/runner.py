@@ -210,9 +210,11 @@ def plot(
     *,
     central: pd.Series | None = None,
     paper: dict[float, float] | None = None,
+    paper_band: tuple[float, float] | None = None,
 ) -> None:
     """Paper accuracy and macro AUROC vs x, one line per method with SD bands; the central
-    baseline as a dashed line; the paper's reported numbers (``{x: paper accuracy %}``) as stars."""
+    baseline as a dashed line; the paper's reported numbers (``{x: paper accuracy %}``) as stars
+    or, where it gives a range over the sweep, as a grey band."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -234,6 +236,8 @@ def plot(
             ax.axhline(100 * central[f"{metric}_mean"], ls="--", color="k", lw=1, label="central")
         if paper and metric == "paper_accuracy":
             ax.plot(list(paper), list(paper.values()), "k*", ms=10, label="paper (Shah et al.)")
+        if paper_band and metric == "paper_accuracy":
+            ax.axhspan(*paper_band, color="grey", alpha=0.25, label="paper's range (Shah et al.)")
         ax.set_xlabel(xlabel)
         ax.set_title(title, fontsize=10)
         ax.grid(alpha=0.3)
