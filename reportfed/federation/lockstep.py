@@ -14,6 +14,10 @@ What the server does is the ``mode`` (the baselines of :mod:`reportfed.federatio
 * ``split``: the second hidden layer is a body held by the server, one per federation, updated
   every step with the sum of its nodes' gradients; input layer and head stay on the node;
 * ``none``: every node trains alone.
+
+``FederationConfig.distill`` works as in the loop: each node's head then holds every label of its
+federation, soft targets come from the node's weights at the start of the round, and only the
+node's own rows go to the server.
 """
 
 from __future__ import annotations
@@ -108,7 +112,7 @@ def run_federations(
     """Train ``federations`` (each a list of nodes, with its config) in lockstep.
 
     Configs may differ in seed, learning rates, weighting and ``on_invalid``; rounds, epochs,
-    batch size and architecture must agree. ``chunk`` bounds how many nodes train per batched step
+    batch size, architecture and ``distill`` must agree. ``chunk`` bounds how many nodes train per batched step
     (whole federations are kept together): small enough that the stacked weights and Adam state
     stay in cache.
     """
