@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
 from reportfed import __version__
 from reportfed.aggregation import GlobalState
@@ -23,12 +22,11 @@ from reportfed.data.partition import holdout
 from reportfed.data.table import ReportTable
 from reportfed.embed import DEFAULT_EMBEDDER, Embedder, embed_texts, make_embedder
 from reportfed.errors import ModelFileError, ReportfedError
-from reportfed.federation.engine import FederationConfig, Node, global_model, run_federation
+from reportfed.federation.engine import FederationConfig, Node, predict_state, run_federation
 from reportfed.io import atomic_write
 from reportfed.labels import LabelSpace
 from reportfed.metrics import youden_thresholds
 from reportfed.paths import embeddings_cache_dir
-from reportfed.train import predict_proba
 
 FORMAT = "reportfed-model/1"
 
@@ -245,8 +243,7 @@ class ReportLabeler:
     def predict_proba_embeddings(self, x: np.ndarray) -> np.ndarray:
         """Probabilities for precomputed embeddings ``x`` (no fingerprint check)."""
         self._check_fitted()
-        model = global_model(self.state_, self.input_dim_, self.config)
-        return predict_proba(model, torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)))
+        return predict_state(self.state_, x, self.config)
 
     def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
         """Probabilities ``(len(texts), len(classes_))``."""

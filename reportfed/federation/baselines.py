@@ -18,14 +18,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
-import torch
 
 from reportfed.aggregation import GlobalState
-from reportfed.federation.engine import FederationConfig, Node, global_model
+from reportfed.federation.engine import FederationConfig, Node, predict_state
 from reportfed.federation.lockstep import Mode, run_federations
 from reportfed.labels import LabelSpace
 from reportfed.metrics import label_metrics, youden_thresholds
-from reportfed.train import predict_proba
 
 
 @dataclass(frozen=True)
@@ -193,12 +191,6 @@ def method_nodes(scenario: Scenario, method: Method) -> list[Node]:
             )
         ]
     return nodes
-
-
-def predict_state(state: GlobalState, x: np.ndarray, config: FederationConfig) -> np.ndarray:
-    """Probabilities of the model with weights ``state`` on embeddings ``x``."""
-    model = global_model(state, x.shape[1], config)
-    return predict_proba(model, torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)))
 
 
 def _evaluate(

@@ -90,6 +90,12 @@ def global_model(state: GlobalState, input_dim: int, config: FederationConfig) -
     return model.eval()
 
 
+def predict_state(state: GlobalState, x: np.ndarray, config: FederationConfig) -> np.ndarray:
+    """Probabilities of the model with weights ``state`` on embeddings ``x``."""
+    model = global_model(state, x.shape[1], config)
+    return predict_proba(model, torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)))
+
+
 def local_round(
     node: Node,
     state: GlobalState,
