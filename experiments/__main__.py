@@ -43,8 +43,7 @@ from experiments.runner import (
 )
 from experiments.sources import mpnet_path, negbio_csv
 from reportfed.data.iu import load_negbio
-from reportfed.data.partition import holdout, iid_rows, train_test_rows
-from reportfed.federation.baselines import METHODS, Method, Scenario, Site
+from reportfed.federation.baselines import METHODS, Method, Scenario
 from reportfed.federation.engine import FederationConfig
 from reportfed.io import atomic_write
 from reportfed.labels import CHEXPERT_13, LabelSpace, canonical
@@ -152,18 +151,11 @@ def _vocab_data(aliases: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, Labe
 def _vocab(aliases: bool) -> Callable[[int], Scenario]:
     def build(seed: int) -> Scenario:
         x, truth, nih_view, chexpert, nih = _vocab_data(aliases)
-        rng = np.random.default_rng(seed)
-        train, test = train_test_rows(len(x), 0.2, rng)
-        site = np.empty(len(train), dtype=int)
-        for k, chunk in enumerate(iid_rows(len(train), 2, rng)):
-            site[chunk] = k
-        splits = holdout(np.array([f"node{k}" for k in site]), 0.1, np.random.default_rng(seed))
         union = LabelSpace.union([chexpert, nih])
-        sites = [
-            Site("node0", train[splits["node0"][1]], train[splits["node0"][0]], chexpert),
-            Site("node1", train[splits["node1"][1]], train[splits["node1"][0]], nih, y=nih_view),
-        ]
-        return Scenario(x=x, y=truth, labels=union, sites=sites, test=test, seed=seed)
+        base = scenario(x, truth, union, Protocol(n_nodes=2), seed)  # IID halves of the rows
+        first, second = base.sites
+        sites = [replace(first, labels=chexpert), replace(second, labels=nih, y=nih_view)]
+        return replace(base, sites=sites)
 
     return build
 
