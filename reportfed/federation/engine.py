@@ -156,7 +156,8 @@ def run_federation(
         raise ValueError(f"nodes disagree on embedding dimension: {sorted(dims)}")
     dim = dims.pop()
     state = initial_state(dim, LabelSpace.union(n.labels for n in nodes), config)
-    models = [ReportMLP(dim, len(n.labels), config.hidden, config.dropout) for n in nodes]
+    heads = [len(state.labels) if config.distill > 0 else len(n.labels) for n in nodes]
+    models = [ReportMLP(dim, h, config.hidden, config.dropout) for h in heads]
     history: list[dict[str, Any]] = []
     for r in tqdm(range(config.rounds), desc="rounds", disable=not progress, leave=False):
         results = [local_round(n, state, config, r, i, models[i]) for i, n in enumerate(nodes)]

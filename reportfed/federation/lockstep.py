@@ -211,10 +211,9 @@ class _Lockstep:
             for k, (_, _, node) in enumerate(self.members):
                 lo, hi = int(self.offsets[k]), int(self.offsets[k + 1])
                 h = self.x[lo:hi]
-                for w, b in zip(self.stack.weights, self.stack.biases, strict=True):
-                    h = h @ w[k] + b[k]
-                    if w is not self.stack.weights[-1]:
-                        h = torch.relu(h)
+                for w, b in zip(self.stack.weights[:-1], self.stack.biases[:-1], strict=True):
+                    h = torch.relu(h @ w[k] + b[k])
+                h = h @ self.stack.weights[-1][k] + self.stack.biases[-1][k]
                 others = [j for j, name in enumerate(self.heads[k]) if name not in node.labels]
                 soft[lo:hi, others] = torch.sigmoid(h[:, others])
         return soft

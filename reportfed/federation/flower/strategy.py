@@ -221,13 +221,15 @@ class SurgicalAggregation(Strategy):
         self, kind: str, server_round: int, state: GlobalState, config: ConfigRecord, grid: Grid
     ) -> list[Message]:
         connected = set(grid.get_node_ids())
+        # knowledge transfer: a training node needs every row, not only its own labels'
+        every_row = kind == "train" and float(config.get("distill", 0.0)) > 0  # type: ignore[arg-type]
         messages = []
         for member in sorted(self.members.values(), key=lambda m: m.index):
             if member.node_id not in connected:
                 continue
             known = [name for name in member.labels if name in state.labels]
-            if kind == "train" and float(config.get("distill", 0.0)) > 0:  # type: ignore[arg-type]
-                known = list(state.labels)  # knowledge transfer: the node needs every row
+            if every_row:
+                known = list(state.labels)
             shared, task = node_arrays(state, known)
             meta = ConfigRecord(dict(config))
             meta["labels"] = known
