@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from reportfed.errors import ReportfedError
+from reportfed.federation.options import add_options, options
 from reportfed.io import atomic_write
 from reportfed.labels import CHEXPERT_13, CHEXPERT_14
 
@@ -91,6 +92,7 @@ def _config(args: argparse.Namespace):
         batch_size=args.batch_size,
         seed=args.seed,
         weighting=args.weighting,
+        **options(args),
     )
 
 
@@ -255,6 +257,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--weighting", choices=["uniform", "samples"], default="uniform")
+    add_options(p)
     p.add_argument("--val-fraction", type=float, default=0.1)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="reportfed-model.safetensors")

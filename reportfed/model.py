@@ -17,10 +17,27 @@ from reportfed.aggregation import Arrays
 
 SHARED_PREFIX = "representation."
 TASK_PREFIX = "task."
+SKIP = "skip"  #: the task-block key of :class:`SkipHead`'s input term
+
+
+class SkipHead(nn.Linear):
+    """A linear head over the representation plus a linear term on the input embedding:
+    ``logits = h W^T + b + x S^T``. ``skip`` (``S``, labels x input, zero at start) has the label
+    axis first, so the aggregation core merges it label by label like ``weight`` and ``bias``."""
+
+    def __init__(self, width: int, n_labels: int, input_dim: int) -> None:
+        super().__init__(width, n_labels)
+        self.skip = nn.Parameter(torch.zeros(n_labels, input_dim))
+
+    def forward(self, h: torch.Tensor, x: torch.Tensor | None = None) -> torch.Tensor:
+        if x is None:
+            raise ValueError("SkipHead needs the input embedding")
+        return super().forward(h) + x @ self.skip.T
 
 
 class ReportMLP(nn.Module):
-    """``input -> [Linear, ReLU, Dropout] x len(hidden) -> Linear(n_labels)`` (logits)."""
+    """``input -> [Linear, ReLU, Dropout] x len(hidden) -> Linear(n_labels)`` (logits); with
+    ``skip``, the head also has a linear term on the input (:class:`SkipHead`)."""
 
     def __init__(
         self,
@@ -28,6 +45,8 @@ class ReportMLP(nn.Module):
         n_labels: int,
         hidden: Sequence[int] = (512, 256),
         dropout: float = 0.2,
+        *,
+        skip: bool = False,
     ) -> None:
         super().__init__()
         layers: list[nn.Module] = []
@@ -36,10 +55,11 @@ class ReportMLP(nn.Module):
             layers += [nn.Linear(width, h), nn.ReLU(), nn.Dropout(dropout)]
             width = h
         self.representation = nn.Sequential(*layers)
-        self.task = nn.Linear(width, n_labels)
+        self.task = SkipHead(width, n_labels, input_dim) if skip else nn.Linear(width, n_labels)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.task(self.representation(x))
+        h = self.representation(x)
+        return self.task(h, x) if isinstance(self.task, SkipHead) else self.task(h)
 
 
 def to_arrays(

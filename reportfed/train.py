@@ -7,12 +7,29 @@ import torch
 from torch import nn
 
 
-def masked_bce(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """Mean binary cross-entropy over the entries of ``targets`` that are not NaN."""
+def masked_bce(
+    logits: torch.Tensor, targets: torch.Tensor, pos_weight: torch.Tensor | None = None
+) -> torch.Tensor:
+    """Mean binary cross-entropy over the entries of ``targets`` that are not NaN; ``pos_weight``
+    (one per column) multiplies the loss of positive entries."""
     mask = ~torch.isnan(targets)
     if not mask.any():
         return logits.sum() * 0.0
-    return nn.functional.binary_cross_entropy_with_logits(logits[mask], targets[mask])
+    if pos_weight is None:
+        return nn.functional.binary_cross_entropy_with_logits(logits[mask], targets[mask])
+    loss = nn.functional.binary_cross_entropy_with_logits(
+        logits, torch.nan_to_num(targets), pos_weight=pos_weight, reduction="none"
+    )
+    return loss[mask].mean()
+
+
+def positive_weights(y: np.ndarray, max_weight: float = 100.0) -> np.ndarray:
+    """Per column, negatives / positives among the annotated entries of ``y`` (NaN: not
+    annotated), clipped to ``[1, max_weight]``; 1 for a column without positives."""
+    pos = np.sum(y == 1, axis=0)
+    neg = np.sum(y == 0, axis=0)
+    ratio = np.divide(neg, pos, out=np.ones(y.shape[1]), where=pos > 0)
+    return np.clip(ratio, 1.0, max_weight).astype(np.float32)
 
 
 def train_local(
@@ -26,17 +43,20 @@ def train_local(
     seed: int = 0,
     soft: torch.Tensor | None = None,
     distill: float = 0.0,
+    weight_decay: float = 0.0,
+    pos_weight: torch.Tensor | None = None,
 ) -> float:
     """Train ``model`` on ``(x, y)`` with a fresh Adam; returns the mean training loss.
 
     ``seed`` fixes the batch order and dropout, so a run is reproducible. ``soft`` (same shape as
     ``y``, NaN where unused) adds ``distill`` x the masked BCE against these soft targets.
+    ``weight_decay`` is Adam's L2 term; ``pos_weight`` weighs the positives of each label.
     """
     if len(x) == 0:
         raise ValueError("a node has no training examples")
     gen = torch.Generator().manual_seed(seed)
     torch.manual_seed(seed)  # dropout draws from the global generator
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
     model.train()
     losses = []
     for _ in range(epochs):
@@ -44,7 +64,7 @@ def train_local(
         for start in range(0, len(x), batch_size):
             idx = order[start : start + batch_size]
             logits = model(x[idx])
-            loss = masked_bce(logits, y[idx])
+            loss = masked_bce(logits, y[idx], pos_weight)
             if soft is not None and distill > 0:
                 loss = loss + distill * masked_bce(logits, soft[idx])
             optimizer.zero_grad(set_to_none=True)

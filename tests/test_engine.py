@@ -5,7 +5,7 @@ from reportfed.federation.engine import FederationConfig, Node, global_model, ru
 from reportfed.labels import LabelSpace
 from reportfed.metrics import auroc
 from reportfed.protocol import Protocol, simulate
-from reportfed.train import masked_bce, predict_proba
+from reportfed.train import masked_bce, positive_weights, predict_proba
 
 from .synthetic import synthetic
 
@@ -24,6 +24,18 @@ def test_masked_bce_ignores_nan_targets() -> None:
     targets = torch.tensor([[1.0, float("nan")], [0.0, float("nan")]])
     expected = torch.nn.functional.binary_cross_entropy_with_logits(logits[:, 0], targets[:, 0])
     assert torch.allclose(masked_bce(logits, targets), expected)
+    weighted = masked_bce(logits, targets, torch.tensor([3.0, 7.0]))
+    bce = torch.nn.functional.binary_cross_entropy_with_logits(
+        logits[:, 0], targets[:, 0], reduction="none"
+    )
+    assert torch.allclose(weighted, (bce * torch.tensor([3.0, 1.0])).mean())  # positives x3
+
+
+def test_positive_weights_count_the_annotated_rows_of_each_label() -> None:
+    nan = np.nan
+    y = np.array([[1, 0, nan], [0, 0, nan], [0, 0, 1], [0, nan, 1]], dtype=np.float32)
+    np.testing.assert_allclose(positive_weights(y), [3.0, 1.0, 1.0])  # no positives -> 1
+    np.testing.assert_allclose(positive_weights(np.array([[1.0]] + [[0.0]] * 500)), [100.0])
 
 
 def test_federation_learns_every_label_and_is_deterministic() -> None:

@@ -6,6 +6,7 @@ faults, joining and growing label sets are checked in seconds.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -23,9 +24,10 @@ from reportfed.embed.weights import resolve_model_path
 from reportfed.federation.engine import FederationConfig, initial_state
 from reportfed.federation.flower import client_app, server_app
 from reportfed.federation.flower.strategy import SurgicalAggregation
-from reportfed.federation.flower.wire import ARRAYS, config_record
+from reportfed.federation.flower.wire import ARRAYS, config_record, federation_config
 from reportfed.labeler import ReportLabeler
 from reportfed.labels import LabelSpace
+from reportfed.model import SKIP
 
 from .direct_grid import DirectGrid
 from .flower_nodes import CONFIG, UNION, assert_same, engine_state, run_config
@@ -40,9 +42,12 @@ def grid_with(tables: dict[str, Path], cache: Path, names: str = "abc", **run: A
     return grid
 
 
-def init_fn(dim: int, labels: LabelSpace) -> tuple[Arrays, Arrays]:
-    state = initial_state(dim, labels, CONFIG)
-    return state.shared, state.task
+def init_fn(config: FederationConfig) -> Callable[[int, LabelSpace], tuple[Arrays, Arrays]]:
+    def init(dim: int, labels: LabelSpace) -> tuple[Arrays, Arrays]:
+        state = initial_state(dim, labels, config)
+        return state.shared, state.task
+
+    return init
 
 
 def run_strategy(
@@ -54,7 +59,9 @@ def run_strategy(
     config: FederationConfig = CONFIG,
 ) -> tuple[SurgicalAggregation, list[GlobalState]]:
     """Run the strategy; ``between(round, strategy, grid)`` runs after each round."""
-    strategy = SurgicalAggregation(init_fn, min_nodes=min_nodes, evaluate_every=0, timeout=5)
+    strategy = SurgicalAggregation(
+        init_fn(config), min_nodes=min_nodes, evaluate_every=0, timeout=5
+    )
     states: list[GlobalState] = []
 
     def after(round_: int, arrays: ArrayRecord) -> None:
@@ -99,6 +106,18 @@ def test_knowledge_transfer_sends_every_row_and_matches_the_engine(
         assert msg.content[ARRAYS]["task.weight"].numpy().shape[0] == len(UNION)
     for reply_labels in (strategy.members[n].labels for n in strategy.members):
         assert len(reply_labels) == 3  # each node still claims only its own rows
+
+
+def test_options_beyond_the_paper_travel_to_the_nodes_and_match_the_engine(
+    tables: dict[str, Path], embeddings_cache: Path
+) -> None:
+    options = {"skip": True, "balance": True, "weight_decay": 1e-2}
+    config = replace(CONFIG, **options)
+    assert federation_config(config_record(config)) == replace(config, rounds=20)
+    grid = grid_with(tables, embeddings_cache)
+    _, states = run_strategy(grid, 2, config=config)
+    assert_same(states[-1], engine_state(tables, embeddings_cache, "abc", 2, **options))
+    assert states[-1].task[SKIP].shape[0] == len(UNION)  # the skip rows are merged per label
 
 
 def test_poisoned_and_wrong_shape_updates_are_rejected_and_the_run_goes_on(

@@ -87,3 +87,19 @@ def test_unfitted_and_empty_inputs() -> None:
         ReportLabeler().predict_proba(["x"])
     with pytest.raises(ReportfedError, match="empty or non-string"):
         ReportLabeler().embed(["fine", "  "])
+
+
+def test_a_labeler_with_a_skip_head_saves_and_loads(
+    iu_embedded, tmp_path, embeddings_cache
+) -> None:  # type: ignore[no-untyped-def]
+    table, _ = iu_embedded
+    sub = table.subset(np.arange(300))
+    config = FederationConfig(rounds=2, hidden=(16, 8), skip=True, balance=True, local_epochs=2)
+    labeler = ReportLabeler(config=config, cache_dir=embeddings_cache, progress=False)
+    labeler.fit(sub.texts, sub.labels, list(sub.label_space), nodes=["a"] * 150 + ["b"] * 150)
+    loaded = ReportLabeler.load(
+        labeler.save(tmp_path / "m.safetensors"), cache_dir=embeddings_cache, progress=False
+    )
+    assert loaded.config.skip and loaded.config.balance
+    texts = table.texts[300:350]
+    assert np.array_equal(loaded.predict_proba(texts), labeler.predict_proba(texts))

@@ -11,7 +11,7 @@ import torch
 from reportfed.federation.engine import FederationConfig, Node, run_federation
 from reportfed.federation.lockstep import run_federations
 from reportfed.labels import LabelSpace
-from reportfed.model import ReportMLP, load_arrays, to_arrays
+from reportfed.model import SKIP, ReportMLP, load_arrays, to_arrays
 from reportfed.train import train_local
 
 from .synthetic import synthetic
@@ -54,8 +54,18 @@ def test_lockstep_equals_the_per_node_loop() -> None:
             assert losses == pytest.approx(entry["loss"], abs=1e-6)
 
 
-def test_lockstep_equals_the_loop_with_knowledge_transfer() -> None:
-    config = replace(CONFIG, distill=0.5)
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"distill": 0.5},
+        {"skip": True},
+        {"balance": True},
+        {"weight_decay": 1e-2},
+        {"distill": 0.5, "skip": True, "balance": True},
+    ],
+)
+def test_lockstep_equals_the_loop_with_options_beyond_the_paper(options: dict) -> None:
+    config = replace(CONFIG, **options)
     nodes = federation(2)
     result = run_federations([nodes], [config])[0]
     loop = run_federation(nodes, config, progress=False)
@@ -64,6 +74,9 @@ def test_lockstep_equals_the_loop_with_knowledge_transfer() -> None:
     assert_close(result.state.task, loop.state.task)
     plain = run_federation(nodes, CONFIG, progress=False)  # and the option does change training
     assert np.abs(plain.state.shared["0.weight"] - loop.state.shared["0.weight"]).max() > 1e-3
+    if config.skip:  # the head's input term is trained and merged label by label
+        assert loop.state.task[SKIP].shape == (len(loop.state.labels), nodes[0].x.shape[1])
+        assert np.abs(loop.state.task[SKIP]).min(axis=1).max() > 0
 
 
 def test_local_heads_equal_surgical_aggregation_when_no_label_is_shared() -> None:

@@ -23,7 +23,7 @@ from reportfed.aggregation import (
 )
 from reportfed.labels import LabelSpace
 from reportfed.model import ReportMLP, load_arrays, to_arrays
-from reportfed.train import predict_proba, train_local
+from reportfed.train import positive_weights, predict_proba, train_local
 
 
 @dataclass
@@ -52,6 +52,11 @@ class FederationConfig:
     and the global model's predictions (at the start of the round) on its own reports for those
     labels. It still sends back only its own labels' rows, so the surgical merge of annotated
     labels is unchanged. 0 (default) is the paper's method.
+
+    ``weight_decay`` is the L2 term of the nodes' Adam; ``balance`` weighs each positive of a
+    node's label by that label's negatives/positives on the node (counted on the node, clipped to
+    100). ``skip`` gives the head a linear term on the input embedding (:class:`SkipHead`),
+    merged label by label with the head's rows. All off (default) is the paper's method.
     """
 
     rounds: int = 20
@@ -65,6 +70,9 @@ class FederationConfig:
     on_invalid: OnInvalid = "raise"
     seed: int = 0
     distill: float = 0.0
+    weight_decay: float = 0.0
+    balance: bool = False
+    skip: bool = False
 
 
 @dataclass
@@ -76,16 +84,21 @@ class FederationResult:
     config: FederationConfig
 
 
+def node_model(input_dim: int, n_labels: int, config: FederationConfig) -> ReportMLP:
+    """The architecture ``config`` describes, with ``n_labels`` outputs (random weights)."""
+    return ReportMLP(input_dim, n_labels, config.hidden, config.dropout, skip=config.skip)
+
+
 def initial_state(input_dim: int, labels: LabelSpace, config: FederationConfig) -> GlobalState:
     """The global model every node starts from (seeded)."""
     torch.manual_seed(config.seed)
-    shared, task = to_arrays(ReportMLP(input_dim, len(labels), config.hidden, config.dropout))
+    shared, task = to_arrays(node_model(input_dim, len(labels), config))
     return GlobalState(labels=labels, shared=shared, task=task)
 
 
 def global_model(state: GlobalState, input_dim: int, config: FederationConfig) -> ReportMLP:
     """A torch model predicting every label of ``state``."""
-    model = ReportMLP(input_dim, len(state.labels), config.hidden, config.dropout)
+    model = node_model(input_dim, len(state.labels), config)
     load_arrays(model, state.shared, state.task)
     return model.eval()
 
@@ -111,7 +124,7 @@ def local_round(
     """
     head = state.labels if config.distill > 0 else node.labels
     if model is None or model.task.out_features != len(head):
-        model = ReportMLP(node.x.shape[1], len(head), config.hidden, config.dropout)
+        model = node_model(node.x.shape[1], len(head), config)
     shared, task = node_arrays(state, head)
     load_arrays(model, shared, task)
     x = torch.from_numpy(node.x)
@@ -132,6 +145,8 @@ def local_round(
         seed=config.seed * 100_003 + round_ * 1_009 + node_index,
         soft=None if soft is None else torch.from_numpy(soft),
         distill=config.distill,
+        weight_decay=config.weight_decay,
+        pos_weight=torch.from_numpy(positive_weights(y)) if config.balance else None,
     )
     shared, task = to_arrays(model)
     task = {k: v[own] for k, v in task.items()}
@@ -157,7 +172,7 @@ def run_federation(
     dim = dims.pop()
     state = initial_state(dim, LabelSpace.union(n.labels for n in nodes), config)
     heads = [len(state.labels) if config.distill > 0 else len(n.labels) for n in nodes]
-    models = [ReportMLP(dim, h, config.hidden, config.dropout) for h in heads]
+    models = [node_model(dim, h, config) for h in heads]
     history: list[dict[str, Any]] = []
     for r in tqdm(range(config.rounds), desc="rounds", disable=not progress, leave=False):
         results = [local_round(n, state, config, r, i, models[i]) for i, n in enumerate(nodes)]

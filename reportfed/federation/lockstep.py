@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Literal
 
 import numpy as np
@@ -33,10 +34,24 @@ from torch.nn import functional
 from reportfed.aggregation import GlobalState, NodeUpdate, aggregate, node_arrays
 from reportfed.federation.engine import FederationConfig, Node, initial_state
 from reportfed.labels import LabelSpace
+from reportfed.model import SKIP
+from reportfed.train import positive_weights
 
 Mode = Literal["surgical", "local-heads", "split", "none"]
 MODES: tuple[Mode, ...] = ("surgical", "local-heads", "split", "none")
 _BETAS, _EPS = (0.9, 0.999), 1e-8  # torch.optim.Adam's defaults, which train_local uses
+#: config fields every federation of one lockstep run must share
+_SHARED_OPTIONS = (
+    "rounds",
+    "local_epochs",
+    "batch_size",
+    "hidden",
+    "dropout",
+    "distill",
+    "weight_decay",
+    "balance",
+    "skip",
+)
 
 
 @dataclass
@@ -52,15 +67,18 @@ class LockstepResult:
 @dataclass
 class _Stack:
     """The weights of M node MLPs, layer by layer: weight ``(M, in, out)`` (transposed, so that
-    batched products and their gradients stay contiguous), bias ``(M, out)``. The head is padded to
-    the longest label list; a node uses its first ``len(labels)`` outputs."""
+    batched products and their gradients stay contiguous), bias ``(M, out)``, and with
+    ``FederationConfig.skip`` the head's input term ``(M, input, out)``. The head is padded to the
+    longest label list; a node uses its first ``len(labels)`` outputs."""
 
     weights: list[torch.Tensor]
     biases: list[torch.Tensor]
     keys: list[tuple[str, str]]  # (weight key, bias key) of each layer in the core's arrays
+    skip: torch.Tensor | None = None
 
     def params(self) -> list[torch.Tensor]:
-        return [t for pair in zip(self.weights, self.biases, strict=True) for t in pair]
+        pairs = [t for pair in zip(self.weights, self.biases, strict=True) for t in pair]
+        return pairs if self.skip is None else [*pairs, self.skip]
 
     def load(self, m: int, view: GlobalState, *, shared: bool = True, task: bool = True) -> None:
         """Write a node's view (shared block and/or its task rows) into model ``m``."""
@@ -71,6 +89,9 @@ class _Stack:
                 w, b = np.asarray(source[wk]), np.asarray(source[bk])
                 self.weights[layer][m, :, : len(w)] = torch.from_numpy(w.T)
                 self.biases[layer][m, : len(b)] = torch.from_numpy(b)
+        if task and self.skip is not None:
+            s = np.asarray(view.task[SKIP])
+            self.skip[m, :, : len(s)] = torch.from_numpy(s.T)
 
     def view(self, m: int, labels: LabelSpace) -> GlobalState:
         """Model ``m``'s weights as the core's arrays (copies)."""
@@ -83,7 +104,19 @@ class _Stack:
             wk: self.weights[-1][m, :, :n].T.numpy().copy(),
             bk: self.biases[-1][m, :n].numpy().copy(),
         }
+        if self.skip is not None:
+            task[SKIP] = self.skip[m, :, :n].T.numpy().copy()
         return GlobalState(labels=labels, shared=shared, task=task)
+
+    def logits(self, m: int | slice, h: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        """Head outputs of models ``m`` from last hidden activations ``h`` and inputs ``x``
+        (batched ``(M, B, .)`` for a slice, ``(B, .)`` for one model)."""
+        w, b = self.weights[-1][m], self.biases[-1][m]
+        if h.dim() == 3:
+            out = torch.baddbmm(b.unsqueeze(1), h, w)
+            return out if self.skip is None else torch.baddbmm(out, x, self.skip[m])
+        out = h @ w + b
+        return out if self.skip is None else out + x @ self.skip[m]
 
 
 def _layer_keys(hidden: Sequence[int]) -> list[tuple[str, str]]:
@@ -96,7 +129,7 @@ def _layer_keys(hidden: Sequence[int]) -> list[tuple[str, str]]:
 def _check_configs(configs: Sequence[FederationConfig]) -> FederationConfig:
     first = configs[0]
     for c in configs[1:]:
-        for name in ("rounds", "local_epochs", "batch_size", "hidden", "dropout", "distill"):
+        for name in _SHARED_OPTIONS:
             if getattr(c, name) != getattr(first, name):
                 raise ValueError(f"lockstep federations must agree on {name}")
     return first
@@ -165,6 +198,7 @@ class _Lockstep:
             weights=[torch.zeros(m, i, o) for o, i in zip(sizes, ins, strict=True)],
             biases=[torch.zeros(m, o) for o in sizes],
             keys=_layer_keys(self.config.hidden),
+            skip=torch.zeros(m, dim, width) if self.config.skip else None,
         )
         for k in range(m):
             self.stack.load(k, self._view(k))
@@ -179,6 +213,12 @@ class _Lockstep:
         for k, (_, _, n) in enumerate(self.members):
             y[self.offsets[k] : self.offsets[k + 1], self.heads[k].indices(n.labels)] = n.y
         self.y = torch.from_numpy(y)
+        # per node and head column: the weight of a positive (``balance``), 1 elsewhere
+        self.pos_weight = None
+        if self.config.balance:
+            self.pos_weight = torch.from_numpy(
+                np.stack([positive_weights(y[lo:hi]) for lo, hi in pairwise(self.offsets)])
+            ).unsqueeze(1)
         lrs = np.array([configs[f].node_lr.get(n.name, configs[f].lr) for f, _, n in self.members])
         self.lr_groups = [
             (float(lr), torch.from_numpy(np.flatnonzero(lrs == lr))) for lr in np.unique(lrs)
@@ -210,10 +250,10 @@ class _Lockstep:
         with torch.no_grad():
             for k, (_, _, node) in enumerate(self.members):
                 lo, hi = int(self.offsets[k]), int(self.offsets[k + 1])
-                h = self.x[lo:hi]
+                x = h = self.x[lo:hi]
                 for w, b in zip(self.stack.weights[:-1], self.stack.biases[:-1], strict=True):
                     h = torch.relu(h @ w[k] + b[k])
-                h = h @ self.stack.weights[-1][k] + self.stack.biases[-1][k]
+                h = self.stack.logits(k, h, x)
                 others = [j for j, name in enumerate(self.heads[k]) if name not in node.labels]
                 soft[lo:hi, others] = torch.sigmoid(h[:, others])
         return soft
@@ -265,10 +305,10 @@ class _Lockstep:
                 h = torch.relu(torch.baddbmm(b.unsqueeze(1), h, w))
                 if self.config.dropout > 0:
                     h = h * keep[layer][s]
-            logits = torch.baddbmm(self.stack.biases[-1].unsqueeze(1), h, self.stack.weights[-1])
+            logits = self.stack.logits(slice(None), h, x)
             annotated = ~torch.isnan(y)
             bce = functional.binary_cross_entropy_with_logits(
-                logits, torch.nan_to_num(y), reduction="none"
+                logits, torch.nan_to_num(y), pos_weight=self.pos_weight, reduction="none"
             )
             count = annotated.sum(dim=(1, 2)).clamp(min=1)
             loss = (bce * annotated).sum(dim=(1, 2)) / count
@@ -335,7 +375,7 @@ class _Lockstep:
                     lr=lr,
                     beta1=_BETAS[0],
                     beta2=_BETAS[1],
-                    weight_decay=0.0,
+                    weight_decay=self.config.weight_decay,
                     eps=_EPS,
                     amsgrad=False,
                     maximize=False,

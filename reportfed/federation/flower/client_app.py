@@ -33,7 +33,7 @@ from flwr.supercore.differential_privacy import KEY_CLIPPING_NORM
 
 from reportfed.aggregation import GlobalState
 from reportfed.errors import ReportfedError
-from reportfed.federation.engine import FederationConfig, initial_state, local_round
+from reportfed.federation.engine import FederationConfig, global_model, initial_state, local_round
 from reportfed.federation.flower.site import Site, load_site
 from reportfed.federation.flower.wire import (
     ARRAYS,
@@ -46,7 +46,6 @@ from reportfed.federation.flower.wire import (
     unpack,
 )
 from reportfed.labels import LabelSpace
-from reportfed.model import ReportMLP, load_arrays
 from reportfed.paths import embeddings_cache_dir
 from reportfed.train import predict_proba
 
@@ -149,8 +148,7 @@ def evaluate(msg: Message, context: Context) -> Message:
     state, meta = unpack(msg)
     config = federation_config(meta)
     labels = [name for name in state.labels if name in site.node.labels]
-    model = ReportMLP(int(site.node.x.shape[1]), len(state.labels), config.hidden, config.dropout)
-    load_arrays(model, state.shared, state.task)
+    model = global_model(state, int(site.node.x.shape[1]), config)
     y = site.val_y[:, site.node.labels.indices(labels)]
     p = predict_proba(model, torch.from_numpy(site.val_x))[:, state.labels.indices(labels)]
     return evaluation_reply(msg, labels, y, p)

@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 from reportfed.errors import ReportfedError
+from reportfed.federation.options import add_options, options
 
 
 def _say(msg: str) -> None:
@@ -104,7 +105,7 @@ def _run_config(args: argparse.Namespace) -> dict[str, str | int | float | bool]
         "rounds": args.rounds,
         "local-epochs": args.local_epochs,
         "lr": args.lr,
-        "distill": args.distill,
+        **{key.replace("_", "-"): value for key, value in options(args).items()},
         "min-nodes": args.min_nodes,
         "evaluate-every": args.evaluate_every,
         "round-timeout": args.round_timeout,
@@ -197,12 +198,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--rounds", type=int, default=20)
     p.add_argument("--local-epochs", type=int, default=1)
     p.add_argument("--lr", type=float, default=1e-3)
-    p.add_argument(
-        "--distill",
-        type=float,
-        default=0.0,
-        help="weight of knowledge transfer for labels a node lacks (0 = the paper's method)",
-    )
+    add_options(p)
     p.add_argument("--min-nodes", type=int, default=2)
     p.add_argument("--evaluate-every", type=int, default=1)
     p.add_argument("--round-timeout", type=float, default=600.0)

@@ -57,6 +57,9 @@ def config_record(config: FederationConfig) -> ConfigRecord:
             "dropout": config.dropout,
             "seed": config.seed,
             "distill": config.distill,
+            "weight-decay": config.weight_decay,
+            "balance": config.balance,
+            "skip": config.skip,
         }
     )
 
@@ -75,6 +78,9 @@ def federation_config(record: Mapping[str, Any]) -> FederationConfig:
         weighting=str(record.get("weighting", default.weighting)),  # type: ignore[arg-type]
         seed=int(record["seed"]),
         distill=float(record.get("distill", default.distill)),
+        weight_decay=float(record.get("weight-decay", default.weight_decay)),
+        balance=bool(record.get("balance", default.balance)),
+        skip=bool(record.get("skip", default.skip)),
     )
 
 
