@@ -17,7 +17,8 @@ What the server does is the ``mode`` (the baselines of :mod:`reportfed.federatio
 
 ``FederationConfig.distill`` works as in the loop: each node's head then holds every label of its
 federation, soft targets come from the node's weights at the start of the round, and only the
-node's own rows go to the server.
+node's own rows go to the server. ``balance``, ``skip`` and ``weight_decay`` also work as in the
+loop (positive weights counted per node, the head's input term stacked like the head).
 """
 
 from __future__ import annotations
