@@ -15,7 +15,8 @@ each site's training rows held out for leak-free thresholds, MLP 512-256, Adam 1
   annotate (0 = every site has every label; each label keeps at least one site);
 * ``size``: K=2, 0 shared, each site keeps a fraction N of its training rows (test set fixed);
 * ``beyond``: K=10 and K=2 with engine options beyond the paper (more local epochs, knowledge
-  transfer for labels a site lacks, positive-class weighting, a linear skip term in the head)
+  transfer for labels a site lacks, positive-class weighting, a linear skip term in the head,
+  server momentum)
   against the paper's method, central and site-alone models.
 """
 
@@ -85,6 +86,12 @@ VARIANTS = {
             "surgical, 5 local epochs, linear input term in the head",
             "surgical",
             options={"local_epochs": 5, "skip": True},
+        ),
+        Method(
+            "epochs=5+balance+momentum=0.9",
+            "surgical, 5 local epochs, positive-class weighting, server momentum 0.9",
+            "surgical",
+            options={"local_epochs": 5, "balance": True, "server_momentum": 0.9},
         ),
         Method(
             "epochs=20+distill=1+balance",

@@ -3,7 +3,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reportfed.aggregation import GlobalState, NodeUpdate, aggregate, node_arrays
+from reportfed.aggregation import GlobalState, NodeUpdate, ServerMomentum, aggregate, node_arrays
 from reportfed.errors import InvalidUpdateError
 from reportfed.labels import CHEXPERT_13, LabelSpace
 
@@ -189,3 +189,24 @@ def test_previous_state_is_the_shape_reference() -> None:
     with pytest.raises(InvalidUpdateError, match="node 'x'"):
         aggregate([wrong], prev)
     assert isinstance(prev, GlobalState)
+
+
+def test_server_momentum_accumulates_the_shared_block_and_keeps_the_task_rows() -> None:
+    labels = LabelSpace(("Edema",))
+
+    def state(w: float, row: float) -> GlobalState:
+        return GlobalState(
+            labels, {"w": np.full(2, w, np.float32)}, {"weight": np.full((1, 2), row)}
+        )
+
+    momentum = ServerMomentum(0.5)
+    first = momentum.apply(state(0.0, 0.0), state(1.0, 3.0))  # velocity 1
+    np.testing.assert_allclose(first.shared["w"], 1.0)
+    second = momentum.apply(first, state(2.0, 4.0))  # velocity 0.5 * 1 + 1 = 1.5
+    np.testing.assert_allclose(second.shared["w"], 2.5)
+    np.testing.assert_array_equal(second.task["weight"], 4.0)  # the merged rows, untouched
+    assert second.shared["w"].dtype == np.float32
+    plain = state(2.0, 4.0)
+    assert ServerMomentum(0.0).apply(first, plain) is plain  # 0 = the papers' merge
+    with pytest.raises(ValueError, match="momentum"):
+        ServerMomentum(1.0)

@@ -60,7 +60,11 @@ def run_strategy(
 ) -> tuple[SurgicalAggregation, list[GlobalState]]:
     """Run the strategy; ``between(round, strategy, grid)`` runs after each round."""
     strategy = SurgicalAggregation(
-        init_fn(config), min_nodes=min_nodes, evaluate_every=0, timeout=5
+        init_fn(config),
+        min_nodes=min_nodes,
+        evaluate_every=0,
+        timeout=5,
+        momentum=config.server_momentum,
     )
     states: list[GlobalState] = []
 
@@ -111,7 +115,7 @@ def test_knowledge_transfer_sends_every_row_and_matches_the_engine(
 def test_options_beyond_the_paper_travel_to_the_nodes_and_match_the_engine(
     tables: dict[str, Path], embeddings_cache: Path
 ) -> None:
-    options = {"skip": True, "balance": True, "weight_decay": 1e-2}
+    options = {"skip": True, "balance": True, "weight_decay": 1e-2, "server_momentum": 0.9}
     config = replace(CONFIG, **options)
     assert federation_config(config_record(config)) == replace(config, rounds=20)
     grid = grid_with(tables, embeddings_cache)

@@ -61,7 +61,8 @@ def test_lockstep_equals_the_per_node_loop() -> None:
         {"skip": True},
         {"balance": True},
         {"weight_decay": 1e-2},
-        {"distill": 0.5, "skip": True, "balance": True},
+        {"server_momentum": 0.9},
+        {"distill": 0.5, "skip": True, "balance": True, "server_momentum": 0.5},
     ],
 )
 def test_lockstep_equals_the_loop_with_options_beyond_the_paper(options: dict) -> None:

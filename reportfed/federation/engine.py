@@ -17,6 +17,7 @@ from reportfed.aggregation import (
     GlobalState,
     NodeUpdate,
     OnInvalid,
+    ServerMomentum,
     Weighting,
     aggregate,
     node_arrays,
@@ -56,7 +57,9 @@ class FederationConfig:
     ``weight_decay`` is the L2 term of the nodes' Adam; ``balance`` weighs each positive of a
     node's label by that label's negatives/positives on the node (counted on the node, clipped to
     100). ``skip`` gives the head a linear term on the input embedding (:class:`SkipHead`),
-    merged label by label with the head's rows. All off (default) is the paper's method.
+    merged label by label with the head's rows. ``server_momentum`` > 0 applies server momentum
+    to the representation block after every merge (:class:`ServerMomentum`, FedAvgM). All off
+    (default) is the paper's method.
     """
 
     rounds: int = 20
@@ -73,6 +76,7 @@ class FederationConfig:
     weight_decay: float = 0.0
     balance: bool = False
     skip: bool = False
+    server_momentum: float = 0.0
 
 
 @dataclass
@@ -173,13 +177,14 @@ def run_federation(
     state = initial_state(dim, LabelSpace.union(n.labels for n in nodes), config)
     heads = [len(state.labels) if config.distill > 0 else len(n.labels) for n in nodes]
     models = [node_model(dim, h, config) for h in heads]
+    momentum = ServerMomentum(config.server_momentum)
     history: list[dict[str, Any]] = []
     for r in tqdm(range(config.rounds), desc="rounds", disable=not progress, leave=False):
         results = [local_round(n, state, config, r, i, models[i]) for i, n in enumerate(nodes)]
         outcome = aggregate(
             [u for u, _ in results], state, weighting=config.weighting, on_invalid=config.on_invalid
         )
-        state = outcome.state
+        state = momentum.apply(state, outcome.state)
         entry: dict[str, Any] = {"round": r + 1, "loss": {u.node_id: loss for u, loss in results}}
         if outcome.rejected:
             entry["rejected"] = outcome.rejected

@@ -18,7 +18,8 @@ What the server does is the ``mode`` (the baselines of :mod:`reportfed.federatio
 ``FederationConfig.distill`` works as in the loop: each node's head then holds every label of its
 federation, soft targets come from the node's weights at the start of the round, and only the
 node's own rows go to the server. ``balance``, ``skip`` and ``weight_decay`` also work as in the
-loop (positive weights counted per node, the head's input term stacked like the head).
+loop (positive weights counted per node, the head's input term stacked like the head), and so
+does ``server_momentum`` (one velocity per federation).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import numpy as np
 import torch
 from torch.nn import functional
 
-from reportfed.aggregation import GlobalState, NodeUpdate, aggregate, node_arrays
+from reportfed.aggregation import GlobalState, NodeUpdate, ServerMomentum, aggregate, node_arrays
 from reportfed.federation.engine import FederationConfig, Node, initial_state
 from reportfed.labels import LabelSpace
 from reportfed.model import SKIP
@@ -186,6 +187,7 @@ class _Lockstep:
             initial_state(dim, LabelSpace.union(n.labels for n in nodes), c)
             for nodes, c in zip(federations, configs, strict=True)
         ]
+        self.momentum = [ServerMomentum(c.server_momentum) for c in configs]
         # the labels of each node's head: its own, or every label of its federation (distill)
         self.heads = [
             self.states[f].labels if self.config.distill > 0 else n.labels
@@ -397,9 +399,10 @@ class _Lockstep:
                     )
                 )
             c = self.configs[f]
-            self.states[f] = aggregate(
+            merged = aggregate(
                 updates, self.states[f], weighting=c.weighting, on_invalid=c.on_invalid
             ).state
+            self.states[f] = self.momentum[f].apply(self.states[f], merged)
             for k, _ in members:
                 self.stack.load(k, self._view(k), task=self.mode == "surgical")
 

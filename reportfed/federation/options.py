@@ -8,7 +8,8 @@ from typing import Any
 
 
 def add_options(p: argparse.ArgumentParser) -> None:
-    """Add ``--distill``, ``--weight-decay``, ``--balance`` and ``--skip`` to ``p``."""
+    """Add ``--distill``, ``--weight-decay``, ``--balance``, ``--skip`` and
+    ``--server-momentum`` to ``p``."""
     p.add_argument(
         "--distill",
         type=float,
@@ -22,6 +23,12 @@ def add_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--skip", action="store_true", help="add a linear term on the embedding to the head"
     )
+    p.add_argument(
+        "--server-momentum",
+        type=float,
+        default=0.0,
+        help="server momentum on the representation block (FedAvgM; 0 = plain average)",
+    )
 
 
 def options(args: argparse.Namespace) -> dict[str, Any]:
@@ -31,4 +38,5 @@ def options(args: argparse.Namespace) -> dict[str, Any]:
         "weight_decay": args.weight_decay,
         "balance": args.balance,
         "skip": args.skip,
+        "server_momentum": args.server_momentum,
     }

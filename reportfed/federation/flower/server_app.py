@@ -4,6 +4,7 @@ Run config (``app/pyproject.toml``, overridable with ``flwr run --run-config``):
 ``rounds``, ``local-epochs``, ``lr``, ``batch-size``, ``hidden`` ("512,256"), ``dropout``,
 ``seed``, ``weighting``, ``distill`` (knowledge transfer for labels a node lacks; 0 = off),
 ``weight-decay``, ``balance`` (positive-class weighting), ``skip`` (linear input term in the head),
+``server-momentum`` (FedAvgM on the representation block; 0 = off),
 ``embedder``, ``fingerprint`` (required embedder fingerprint, "" = the
 nodes' most common), ``min-nodes``, ``evaluate-every``, ``round-timeout`` (s), ``out`` (directory
 of ``global.safetensors`` and ``history.json``), ``resume``, ``dp-noise`` / ``dp-clip``
@@ -103,6 +104,7 @@ def main(grid: Grid, context: Context) -> None:
         weighting=config.weighting,
         evaluate_every=int(rc["evaluate-every"]),
         timeout=float(rc["round-timeout"]),
+        momentum=config.server_momentum,
     )
     done = resumed[1] if resumed else 0
     if done >= config.rounds:

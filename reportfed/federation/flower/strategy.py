@@ -40,6 +40,7 @@ from reportfed.aggregation import (
     Arrays,
     GlobalState,
     NodeUpdate,
+    ServerMomentum,
     Weighting,
     aggregate,
     node_arrays,
@@ -80,6 +81,9 @@ class SurgicalAggregation(Strategy):
         Evaluate on the nodes every this many rounds (and after the last); ``0`` only after the last.
     timeout:
         Seconds to wait for query replies.
+    momentum:
+        Server momentum on the representation block (:class:`ServerMomentum`; 0 = off). Its
+        velocity is not checkpointed: a resumed run starts it from zero.
     """
 
     def __init__(
@@ -91,6 +95,7 @@ class SurgicalAggregation(Strategy):
         weighting: Weighting = "uniform",
         evaluate_every: int = 1,
         timeout: float = 120.0,
+        momentum: float = 0.0,
     ) -> None:
         if min_nodes < 1:
             raise ValueError(f"min_nodes must be >= 1, got {min_nodes}")
@@ -109,6 +114,7 @@ class SurgicalAggregation(Strategy):
         self.thresholds: dict[str, float] = {}
         self.history: list[dict[str, Any]] = []
         self._previous: GlobalState | None = None
+        self._momentum = ServerMomentum(momentum)
         self._awaiting: set[int] = set()
         self._started = 0.0
 
@@ -325,7 +331,8 @@ class SurgicalAggregation(Strategy):
                 "train-loss": float(np.mean([losses[n] for n in result.accepted])),
             }
         )
-        return to_record(result.state.shared, result.state.task), metrics
+        state = self._momentum.apply(self._previous, result.state)
+        return to_record(state.shared, state.task), metrics
 
     def configure_evaluate(
         self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid

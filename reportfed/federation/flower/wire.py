@@ -60,6 +60,7 @@ def config_record(config: FederationConfig) -> ConfigRecord:
             "weight-decay": config.weight_decay,
             "balance": config.balance,
             "skip": config.skip,
+            "server-momentum": config.server_momentum,
         }
     )
 
@@ -81,6 +82,7 @@ def federation_config(record: Mapping[str, Any]) -> FederationConfig:
         weight_decay=float(record.get("weight-decay", default.weight_decay)),
         balance=bool(record.get("balance", default.balance)),
         skip=bool(record.get("skip", default.skip)),
+        server_momentum=float(record.get("server-momentum", default.server_momentum)),
     )
 
 
