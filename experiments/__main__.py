@@ -16,7 +16,7 @@ each site's training rows held out for leak-free thresholds, MLP 512-256, Adam 1
 * ``size``: K=2, 0 shared, each site keeps a fraction N of its training rows (test set fixed);
 * ``beyond``: K=10 and K=2 with engine options beyond the paper (more local epochs, knowledge
   transfer for labels a site lacks, positive-class weighting, a linear skip term in the head,
-  server momentum)
+  server momentum, FedProx)
   against the paper's method, central and site-alone models.
 """
 
@@ -98,6 +98,12 @@ VARIANTS = {
             "surgical, 20 local epochs, knowledge transfer, positive-class weighting",
             "surgical",
             options={"local_epochs": 20, "distill": 1.0, "balance": True},
+        ),
+        Method(
+            "epochs=20+distill=1+balance+prox=0.01",
+            "surgical, 20 local epochs, knowledge transfer, positive-class weighting, FedProx 0.01",
+            "surgical",
+            options={"local_epochs": 20, "distill": 1.0, "balance": True, "prox": 0.01},
         ),
     )
 }

@@ -45,18 +45,22 @@ def train_local(
     distill: float = 0.0,
     weight_decay: float = 0.0,
     pos_weight: torch.Tensor | None = None,
+    prox: float = 0.0,
 ) -> float:
     """Train ``model`` on ``(x, y)`` with a fresh Adam; returns the mean training loss.
 
     ``seed`` fixes the batch order and dropout, so a run is reproducible. ``soft`` (same shape as
     ``y``, NaN where unused) adds ``distill`` x the masked BCE against these soft targets.
     ``weight_decay`` is Adam's L2 term; ``pos_weight`` weighs the positives of each label.
+    ``prox`` adds FedProx's proximal term ``prox/2 * ||w - w_start||^2`` (to the gradient; the
+    returned loss is the data loss).
     """
     if len(x) == 0:
         raise ValueError("a node has no training examples")
     gen = torch.Generator().manual_seed(seed)
     torch.manual_seed(seed)  # dropout draws from the global generator
     optimizer = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
+    anchor = [p.detach().clone() for p in model.parameters()] if prox > 0 else []
     model.train()
     losses = []
     for _ in range(epochs):
@@ -69,6 +73,8 @@ def train_local(
                 loss = loss + distill * masked_bce(logits, soft[idx])
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
+            for param, start_value in zip(model.parameters(), anchor, strict=False):
+                param.grad.add_(param.detach() - start_value, alpha=prox)  # type: ignore[union-attr]
             optimizer.step()
             losses.append(loss.item())
     return float(np.mean(losses))

@@ -115,7 +115,13 @@ def test_knowledge_transfer_sends_every_row_and_matches_the_engine(
 def test_options_beyond_the_paper_travel_to_the_nodes_and_match_the_engine(
     tables: dict[str, Path], embeddings_cache: Path
 ) -> None:
-    options = {"skip": True, "balance": True, "weight_decay": 1e-2, "server_momentum": 0.9}
+    options = {
+        "skip": True,
+        "balance": True,
+        "weight_decay": 1e-2,
+        "server_momentum": 0.9,
+        "prox": 0.5,
+    }
     config = replace(CONFIG, **options)
     assert federation_config(config_record(config)) == replace(config, rounds=20)
     grid = grid_with(tables, embeddings_cache)

@@ -62,6 +62,7 @@ def test_lockstep_equals_the_per_node_loop() -> None:
         {"balance": True},
         {"weight_decay": 1e-2},
         {"server_momentum": 0.9},
+        {"prox": 0.5},
         {"distill": 0.5, "skip": True, "balance": True, "server_momentum": 0.5},
     ],
 )

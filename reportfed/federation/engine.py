@@ -58,8 +58,9 @@ class FederationConfig:
     node's label by that label's negatives/positives on the node (counted on the node, clipped to
     100). ``skip`` gives the head a linear term on the input embedding (:class:`SkipHead`),
     merged label by label with the head's rows. ``server_momentum`` > 0 applies server momentum
-    to the representation block after every merge (:class:`ServerMomentum`, FedAvgM). All off
-    (default) is the paper's method.
+    to the representation block after every merge (:class:`ServerMomentum`, FedAvgM). ``prox`` > 0
+    adds FedProx's proximal term towards the weights the node received. All off (default) is the
+    paper's method.
     """
 
     rounds: int = 20
@@ -77,6 +78,7 @@ class FederationConfig:
     balance: bool = False
     skip: bool = False
     server_momentum: float = 0.0
+    prox: float = 0.0
 
 
 @dataclass
@@ -151,6 +153,7 @@ def local_round(
         distill=config.distill,
         weight_decay=config.weight_decay,
         pos_weight=torch.from_numpy(positive_weights(y)) if config.balance else None,
+        prox=config.prox,
     )
     shared, task = to_arrays(model)
     task = {k: v[own] for k, v in task.items()}

@@ -19,7 +19,7 @@ What the server does is the ``mode`` (the baselines of :mod:`reportfed.federatio
 federation, soft targets come from the node's weights at the start of the round, and only the
 node's own rows go to the server. ``balance``, ``skip`` and ``weight_decay`` also work as in the
 loop (positive weights counted per node, the head's input term stacked like the head), and so
-does ``server_momentum`` (one velocity per federation).
+do ``server_momentum`` (one velocity per federation) and ``prox``.
 """
 
 from __future__ import annotations
@@ -53,6 +53,7 @@ _SHARED_OPTIONS = (
     "weight_decay",
     "balance",
     "skip",
+    "prox",
 )
 
 
@@ -294,6 +295,7 @@ class _Lockstep:
         params = self.stack.params()
         for p in params:
             p.requires_grad_(True)
+        anchor = [p.detach().clone() for p in params] if self.config.prox > 0 else []
         exp_avg = [torch.zeros_like(p) for p in params]
         exp_avg_sq = [torch.zeros_like(p) for p in params]
         loss_sum = torch.zeros(len(self.members))
@@ -333,6 +335,8 @@ class _Lockstep:
                     grads = [self._tie(g) if j in tied else g for j, g in enumerate(grads)]
                     any_active = self._tie(active.float()) > 0
                     stepping = [any_active if j in tied else active for j in range(len(params))]
+                for g, p, start in zip(grads, params, anchor, strict=False):
+                    g.add_(p - start, alpha=self.config.prox)  # FedProx's proximal term
                 self._adam(params, grads, (exp_avg, exp_avg_sq), s + 1, stepping)
         for p in params:
             p.requires_grad_(False)

@@ -8,8 +8,8 @@ from typing import Any
 
 
 def add_options(p: argparse.ArgumentParser) -> None:
-    """Add ``--distill``, ``--weight-decay``, ``--balance``, ``--skip`` and
-    ``--server-momentum`` to ``p``."""
+    """Add ``--distill``, ``--weight-decay``, ``--balance``, ``--skip``, ``--server-momentum`` and
+    ``--prox`` to ``p``."""
     p.add_argument(
         "--distill",
         type=float,
@@ -29,6 +29,7 @@ def add_options(p: argparse.ArgumentParser) -> None:
         default=0.0,
         help="server momentum on the representation block (FedAvgM; 0 = plain average)",
     )
+    p.add_argument("--prox", type=float, default=0.0, help="FedProx proximal term weight (0 = off)")
 
 
 def options(args: argparse.Namespace) -> dict[str, Any]:
@@ -39,4 +40,5 @@ def options(args: argparse.Namespace) -> dict[str, Any]:
         "balance": args.balance,
         "skip": args.skip,
         "server_momentum": args.server_momentum,
+        "prox": args.prox,
     }

@@ -4,7 +4,7 @@ Run config (``app/pyproject.toml``, overridable with ``flwr run --run-config``):
 ``rounds``, ``local-epochs``, ``lr``, ``batch-size``, ``hidden`` ("512,256"), ``dropout``,
 ``seed``, ``weighting``, ``distill`` (knowledge transfer for labels a node lacks; 0 = off),
 ``weight-decay``, ``balance`` (positive-class weighting), ``skip`` (linear input term in the head),
-``server-momentum`` (FedAvgM on the representation block; 0 = off),
+``server-momentum`` (FedAvgM on the representation block; 0 = off), ``prox`` (FedProx; 0 = off),
 ``embedder``, ``fingerprint`` (required embedder fingerprint, "" = the
 nodes' most common), ``min-nodes``, ``evaluate-every``, ``round-timeout`` (s), ``out`` (directory
 of ``global.safetensors`` and ``history.json``), ``resume``, ``dp-noise`` / ``dp-clip``

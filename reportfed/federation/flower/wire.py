@@ -61,6 +61,7 @@ def config_record(config: FederationConfig) -> ConfigRecord:
             "balance": config.balance,
             "skip": config.skip,
             "server-momentum": config.server_momentum,
+            "prox": config.prox,
         }
     )
 
@@ -83,6 +84,7 @@ def federation_config(record: Mapping[str, Any]) -> FederationConfig:
         balance=bool(record.get("balance", default.balance)),
         skip=bool(record.get("skip", default.skip)),
         server_momentum=float(record.get("server-momentum", default.server_momentum)),
+        prox=float(record.get("prox", default.prox)),
     )
 
 
