@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from reportfed.errors import ReportfedError
-from reportfed.federation.options import add_options, options
+from reportfed.federation.options import add_options, dashed, options
 
 
 def _say(msg: str) -> None:
@@ -87,7 +87,7 @@ def cmd_node(args: argparse.Namespace) -> None:
     }
     for key in ("embedder", "base_url", "lr"):
         if getattr(args, key) is not None:
-            config[key.replace("_", "-")] = getattr(args, key)
+            config[dashed(key)] = getattr(args, key)
     _exec(
         supernode_command(
             superlink=args.superlink,
@@ -105,7 +105,7 @@ def _run_config(args: argparse.Namespace) -> dict[str, str | int | float | bool]
         "rounds": args.rounds,
         "local-epochs": args.local_epochs,
         "lr": args.lr,
-        **{key.replace("_", "-"): value for key, value in options(args).items()},
+        **{dashed(field): value for field, value in options(args).items()},
         "min-nodes": args.min_nodes,
         "evaluate-every": args.evaluate_every,
         "round-timeout": args.round_timeout,

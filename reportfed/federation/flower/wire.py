@@ -13,6 +13,7 @@ from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MetricRecord, Re
 
 from reportfed.aggregation import Arrays, GlobalState
 from reportfed.federation.engine import FederationConfig
+from reportfed.federation.options import OPTIONS, dashed
 from reportfed.labels import LabelSpace
 from reportfed.metrics import auroc, youden_thresholds
 
@@ -56,12 +57,7 @@ def config_record(config: FederationConfig) -> ConfigRecord:
             "hidden": ",".join(str(h) for h in config.hidden),
             "dropout": config.dropout,
             "seed": config.seed,
-            "distill": config.distill,
-            "weight-decay": config.weight_decay,
-            "balance": config.balance,
-            "skip": config.skip,
-            "server-momentum": config.server_momentum,
-            "prox": config.prox,
+            **{dashed(field): getattr(config, field) for field in OPTIONS},
         }
     )
 
@@ -79,12 +75,10 @@ def federation_config(record: Mapping[str, Any]) -> FederationConfig:
         dropout=float(record["dropout"]),
         weighting=str(record.get("weighting", default.weighting)),  # type: ignore[arg-type]
         seed=int(record["seed"]),
-        distill=float(record.get("distill", default.distill)),
-        weight_decay=float(record.get("weight-decay", default.weight_decay)),
-        balance=bool(record.get("balance", default.balance)),
-        skip=bool(record.get("skip", default.skip)),
-        server_momentum=float(record.get("server-momentum", default.server_momentum)),
-        prox=float(record.get("prox", default.prox)),
+        **{
+            field: kind(record.get(dashed(field), getattr(default, field)))
+            for field, (kind, _) in OPTIONS.items()
+        },
     )
 
 
