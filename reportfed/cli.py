@@ -104,6 +104,7 @@ def cmd_train(args: argparse.Namespace) -> None:
     config = _config(args)
     labeler = ReportLabeler(
         args.embedder,
+        granularity=args.granularity,
         base_url=args.base_url,
         config=config,
         val_fraction=args.val_fraction,
@@ -112,11 +113,20 @@ def cmd_train(args: argparse.Namespace) -> None:
     if args.node:
         from reportfed.data.table import read_reports
 
-        tables = [read_reports(p, uncertain=args.uncertain, require_labels=True) for p in args.node]
+        tables = [
+            read_reports(p, uncertain=args.uncertain, blank=args.blank, require_labels=True)
+            for p in args.node
+        ]
         for p, t in zip(args.node, tables, strict=True):
+            annotated = [n for n in t.label_space if n not in t.blank_columns]
             _say(
-                f"node {p}: {len(t)} reports, labels {list(t.label_space)}"
+                f"node {p}: {len(t)} reports, labels {annotated}"
                 + (f", skipped {t.skipped_empty} empty" if t.skipped_empty else "")
+                + (
+                    f"; not annotated on any row (left out): {list(t.blank_columns)}"
+                    if t.blank_columns
+                    else ""
+                )
             )
         labeler.fit_tables(tables)
         summary = {"nodes": labeler.provenance_["nodes"]}
@@ -172,30 +182,60 @@ def cmd_label(args: argparse.Namespace) -> None:
     from reportfed.default_model import load_default_model
     from reportfed.labeler import ReportLabeler
 
+    out, probabilities = Path(args.out), args.probabilities and Path(args.probabilities)
+    _distinct_outputs(Path(args.reports), out, probabilities)
     table = read_reports(args.reports, text_column=args.text_column)
     if table.skipped_empty:
-        _say(f"skipped {table.skipped_empty} empty reports")
+        _say(f"skipped {table.skipped_empty} empty or missing reports")
     labeler = (
         ReportLabeler.load(args.model, cache_dir=args.cache_dir)
         if args.model
         else load_default_model(cache_dir=args.cache_dir, say=_say)
     )
+    names = list(labeler.classes_)
+    clash = [n for n in names if n in ("Reports", table.id_column)]
+    if clash:
+        raise ReportfedError(f"the model has a label named {clash[0]!r}, an output column name")
     start = time.perf_counter()
     proba = labeler.predict_proba(table.texts)
-    names = list(
-        labeler.classes_
-    )  # union order: CheXpert labels first, in the labeler's column order
+    states = labeler.predict_states(table.texts, proba)
+    ids = {table.id_column: table.ids} if table.id_column else {}
 
     def frame(values: np.ndarray) -> pd.DataFrame:
-        return pd.DataFrame({"Reports": table.texts, **dict(zip(names, values.T, strict=True))})
+        columns = dict(zip(names, values.T, strict=True))
+        return pd.DataFrame({**ids, "Reports": table.texts, **columns})
 
-    _write_table(frame((proba >= labeler.thresholds_).astype(float)), Path(args.out))
-    if args.probabilities:
-        _write_table(frame(proba), Path(args.probabilities))
-    _say(f"labelled {len(table)} reports in {time.perf_counter() - start:.2f} s -> {args.out}")
+    _write_table(frame(states), out)
+    if probabilities:
+        _write_table(frame(proba), probabilities)
+    _say(
+        f"labelled {len(table)} reports in {time.perf_counter() - start:.2f} s -> {out}"
+        " (1 positive, 0 negated, -1 uncertain, blank not mentioned)"
+    )
+
+
+def _distinct_outputs(reports: Path, out: Path, probabilities: Path | None) -> None:
+    """Refuse outputs that would overwrite the input or each other."""
+    paths = [("--reports", reports), ("--out", out)]
+    if probabilities:
+        paths.append(("--probabilities", probabilities))
+    for i, (flag, path) in enumerate(paths):
+        for other, other_path in paths[:i]:
+            if path.resolve() == other_path.resolve():
+                raise ReportfedError(f"{flag} and {other} are the same file: {path}")
 
 
 # -- parser ----------------------------------------------------------------------------------
+def _granularity_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--granularity",
+        choices=["sentence", "report"],
+        default="sentence",
+        help="sentence (default): score every sentence, pool per label; report: one embedding "
+        "per report (the papers' method)",
+    )
+
+
 def _embedder_args(p: argparse.ArgumentParser, *, choose: bool = True) -> None:
     from reportfed.paths import embeddings_cache_dir
 
@@ -251,7 +291,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--with-no-finding", action="store_true", help="train No Finding too (with --iu)"
     )
-    p.add_argument("--uncertain", choices=["zeros", "ones", "ignore"], default="zeros")
+    p.add_argument(
+        "--uncertain",
+        choices=["zeros", "ones", "ignore"],
+        default="zeros",
+        help="what a -1 label means for presence (default: zeros, as in the papers)",
+    )
+    p.add_argument(
+        "--blank",
+        choices=["negative", "ignore"],
+        default="negative",
+        help="what a blank label cell means: negative (not mentioned, the CheXpert labeler's "
+        "convention; default) or ignore (not annotated)",
+    )
+    _granularity_arg(p)
     p.add_argument("--rounds", type=int, default=20)
     p.add_argument("--local-epochs", type=int, default=1)
     p.add_argument("--lr", type=float, default=1e-3)
@@ -265,7 +318,11 @@ def build_parser() -> argparse.ArgumentParser:
     _embedder_args(p)
     p.set_defaults(func=cmd_train)
 
-    p = sub.add_parser("label", help="label reports (CheXpert labeler output format)")
+    p = sub.add_parser(
+        "label",
+        help="label reports: the CheXpert labeler's format (1 positive, 0 negated, -1 uncertain, "
+        "blank not mentioned)",
+    )
     p.add_argument(
         "--reports", required=True, help="CSV/Parquet with a text column, or headerless CSV"
     )
@@ -274,7 +331,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--model", default=None, help="model file (default: the IU model, built on first use)"
     )
     p.add_argument("--out", default="labeled_reports.csv")
-    p.add_argument("--probabilities", default=None, help="also write per-label probabilities here")
+    p.add_argument(
+        "--probabilities", default=None, help="also write per-label presence probabilities here"
+    )
     _embedder_args(p, choose=False)
     p.set_defaults(func=cmd_label)
 

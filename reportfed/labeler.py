@@ -20,15 +20,19 @@ from reportfed import __version__
 from reportfed.aggregation import GlobalState
 from reportfed.data.partition import holdout
 from reportfed.data.table import ReportTable
-from reportfed.embed import DEFAULT_EMBEDDER, Embedder, embed_texts, make_embedder
+from reportfed.embed import DEFAULT_EMBEDDER, Embedder, make_embedder
+from reportfed.embed.granularity import Granularity, check_granularity, embed_reports
 from reportfed.errors import ModelFileError, ReportfedError
 from reportfed.federation.engine import FederationConfig, Node, predict_state, run_federation
 from reportfed.io import atomic_write
 from reportfed.labels import LabelSpace
-from reportfed.metrics import youden_thresholds
+from reportfed.metrics import f1_thresholds
 from reportfed.paths import embeddings_cache_dir
+from reportfed.states import chexpert_states
 
 FORMAT = "reportfed-model/1"
+#: reports embedded and scored at once by :meth:`ReportLabeler.predict_proba` (bounds memory)
+PREDICT_CHUNK = 2048
 
 
 class ReportLabeler:
@@ -38,12 +42,16 @@ class ReportLabeler:
     ----------
     embedder:
         Embedder spec (see :mod:`reportfed.embed`), default all-MiniLM-L6-v2.
+    granularity:
+        ``"sentence"`` (default): every sentence is embedded and scored, and each label takes the
+        largest logit over a report's sentences; ``"report"``: one embedding per report (the
+        papers' method). See :mod:`reportfed.embed.granularity`.
     base_url:
         Base URL for an ``openai:`` embedder.
     config:
         Federation hyperparameters (rounds, local epochs, MLP sizes, learning rate, seed...).
     val_fraction:
-        Share of each node's rows held out to choose per-label thresholds (Youden's J).
+        Share of each node's rows held out to choose per-label labelling thresholds (best F1).
     cache_dir:
         Embedding cache directory (default ``$REPORTFED_EMBEDDINGS_CACHE`` or ``./embeddings_cache``);
         ``None`` disables caching.
@@ -58,6 +66,7 @@ class ReportLabeler:
         self,
         embedder: str = DEFAULT_EMBEDDER,
         *,
+        granularity: Granularity = "sentence",
         base_url: str | None = None,
         config: FederationConfig | None = None,
         val_fraction: float = 0.1,
@@ -65,6 +74,7 @@ class ReportLabeler:
         progress: bool = True,
     ) -> None:
         self.embedder = embedder
+        self.granularity = granularity
         self.base_url = base_url
         self.config = config or FederationConfig()
         self.val_fraction = val_fraction
@@ -78,14 +88,23 @@ class ReportLabeler:
         return self._embedder_obj
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Embeddings of ``texts`` through the cache."""
+        """Embeddings of ``texts`` through the cache: ``(n, dim)`` per report, or ``(n, S, dim)``
+        sentence bags with ``granularity="sentence"``."""
+        if isinstance(texts, str):
+            raise ReportfedError("give a list of reports, not one string")
         bad = [i for i, t in enumerate(texts) if not isinstance(t, str) or not t.strip()]
         if bad:
             raise ReportfedError(
                 f"{len(bad)} empty or non-string report(s), first at position {bad[0]}"
             )
         cache = embeddings_cache_dir() if self.cache_dir == "default" else self.cache_dir
-        return embed_texts(texts, self._embedder(), cache_dir=cache, progress=self.progress)
+        return embed_reports(
+            texts,
+            self._embedder(),
+            granularity=check_granularity(self.granularity),
+            cache_dir=cache,
+            progress=self.progress,
+        )
 
     # -- training ----------------------------------------------------------------------------
     def fit(
@@ -132,8 +151,15 @@ class ReportLabeler:
     ) -> ReportLabeler:
         """:meth:`fit` on precomputed embeddings ``x``.
 
-        ``fingerprint`` names the embedder that made ``x`` (default: this labeler's embedder).
+        ``fingerprint`` names the embedder that made ``x`` (default: this labeler's embedder);
+        ``x`` is ``(n, dim)`` or sentence bags ``(n, S, dim)``, as :meth:`embed` makes them.
         """
+        if len(x) != len(y):
+            raise ReportfedError(f"{len(x)} embeddings but {len(y)} label rows")
+        if nodes is not None and len(nodes) != len(x):
+            raise ReportfedError(f"nodes names {len(nodes)} rows, but there are {len(x)}")
+        if not np.isin(y[~np.isnan(y)], (0.0, 1.0)).all():
+            raise ReportfedError("labels must be 1, 0 or NaN (not annotated)")
         site = np.asarray(nodes if nodes is not None else ["central"] * len(x))
         splits = holdout(site, self.val_fraction, np.random.default_rng(self.config.seed))
         fed_nodes, val_rows, val_y = [], [], []
@@ -153,7 +179,7 @@ class ReportLabeler:
         self._set_fitted(
             result.state,
             fingerprint=fingerprint or self._embedder().fingerprint,
-            input_dim=int(x.shape[1]),
+            input_dim=int(x.shape[-1]),
             thresholds=None,
             provenance={
                 "config": asdict(config),
@@ -164,7 +190,7 @@ class ReportLabeler:
         vrows = np.concatenate(val_rows)
         order = labels.indices(result.state.labels)
         if len(vrows):
-            self.thresholds_ = youden_thresholds(
+            self.thresholds_ = f1_thresholds(
                 np.concatenate(val_y)[:, order], self.predict_proba_embeddings(x[vrows])
             )
         self.provenance_["val_rows"] = len(vrows)
@@ -186,6 +212,7 @@ class ReportLabeler:
         )
         self.embedder_fingerprint_ = fingerprint
         self.input_dim_ = input_dim
+        self.granularity_ = check_granularity(self.granularity)
         self.provenance_ = {"reportfed": __version__, **provenance}
 
     @classmethod
@@ -197,15 +224,19 @@ class ReportLabeler:
         fingerprint: str,
         input_dim: int,
         config: FederationConfig,
+        granularity: Granularity,
         thresholds: Sequence[float] | None = None,
         base_url: str | None = None,
         provenance: dict[str, Any] | None = None,
     ) -> ReportLabeler:
         """A fitted labeler around a global state trained elsewhere (e.g. by a Flower server).
 
-        ``thresholds`` default to 0.5; ``fingerprint`` names the embedder the nodes used.
+        ``thresholds`` default to 0.5; ``fingerprint`` names the embedder the nodes used and
+        ``granularity`` how they embedded their reports.
         """
-        labeler = cls(embedder, base_url=base_url, config=config, progress=False)
+        labeler = cls(
+            embedder, granularity=granularity, base_url=base_url, config=config, progress=False
+        )
         labeler._set_fitted(
             state,
             fingerprint=fingerprint,
@@ -230,6 +261,7 @@ class ReportLabeler:
             fingerprint=self.embedder_fingerprint_,
             input_dim=self.input_dim_,
             config=self.config,
+            granularity=self.granularity_,
             thresholds=self.thresholds_[rows],
             base_url=self.base_url,
             provenance={**self.provenance_, "selected_from": list(self.classes_)},
@@ -243,21 +275,40 @@ class ReportLabeler:
     def predict_proba_embeddings(self, x: np.ndarray) -> np.ndarray:
         """Probabilities for precomputed embeddings ``x`` (no fingerprint check)."""
         self._check_fitted()
+        if x.ndim != (3 if self.granularity_ == "sentence" else 2):
+            raise ReportfedError(
+                f"a {self.granularity_}-level model needs "
+                f"{'(n, S, dim) sentence bags' if self.granularity_ == 'sentence' else '(n, dim)'}"
+                f" embeddings, got shape {x.shape}"
+            )
         return predict_state(self.state_, x, self.config)
 
     def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
-        """Probabilities ``(len(texts), len(classes_))``."""
+        """Presence probabilities ``(len(texts), len(classes_))``."""
         self._check_fitted()
         if self._embedder().fingerprint != self.embedder_fingerprint_:
             raise ModelFileError(
                 f"embedder {self._embedder().fingerprint} differs from the model's "
                 f"{self.embedder_fingerprint_}: embed with the embedder the model was trained on"
             )
-        return self.predict_proba_embeddings(self.embed(texts))
+        if isinstance(texts, str):
+            raise ReportfedError("give a list of reports, not one string")
+        chunks = [
+            self.predict_proba_embeddings(self.embed(texts[i : i + PREDICT_CHUNK]))
+            for i in range(0, len(texts), PREDICT_CHUNK)
+        ]
+        return np.concatenate(chunks) if chunks else np.zeros((0, len(self.classes_)), np.float32)
 
     def predict(self, texts: Sequence[str]) -> np.ndarray:
-        """0/1 predictions at the stored per-label thresholds."""
+        """0/1 presence at the stored per-label thresholds."""
         return (self.predict_proba(texts) >= self.thresholds_).astype(np.float32)
+
+    def predict_states(self, texts: Sequence[str], proba: np.ndarray | None = None) -> np.ndarray:
+        """The CheXpert labeler's four states ``(len(texts), len(classes_))``: 1 positive,
+        0 mentioned and negated, -1 uncertain, NaN not mentioned (see :mod:`reportfed.states`).
+        ``proba`` reuses probabilities already computed for ``texts``."""
+        proba = self.predict_proba(texts) if proba is None else proba
+        return chexpert_states(texts, proba, list(self.classes_), self.thresholds_)
 
     # -- persistence -------------------------------------------------------------------------
     def save(self, path: str | Path) -> Path:
@@ -271,6 +322,7 @@ class ReportLabeler:
             "format": FORMAT,
             "labels": list(self.classes_),
             "thresholds": [float(t) for t in self.thresholds_],
+            "granularity": self.granularity_,
             "embedder": {
                 "spec": self.embedder,
                 "base_url": self.base_url,
@@ -315,6 +367,7 @@ class ReportLabeler:
         emb = meta["embedder"]
         labeler = cls(
             embedder or emb["spec"],
+            granularity=meta.get("granularity", "report"),
             base_url=base_url or emb["base_url"],
             config=FederationConfig(**config_dict),
             val_fraction=meta["val_fraction"],

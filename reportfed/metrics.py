@@ -6,7 +6,8 @@ left out of macro averages (``nanmean``).
 
 * **paper**: per label, the threshold maximising Youden's J on the evaluated set itself, accuracy at
   that threshold, averaged over labels (the metric of the papers' code; it sees the test labels).
-* **leak-free**: thresholds chosen on a validation split, then applied to the test set.
+* **leak-free**: per-label thresholds chosen for F1 on a validation split
+  (:func:`f1_thresholds`, the thresholds a labeler labels with), then applied to the test set.
 * **prevalence**: accuracy of always predicting each label's majority class on the test set.
 """
 
@@ -44,6 +45,24 @@ def youden_thresholds(y: np.ndarray, p: np.ndarray) -> np.ndarray:
             continue
         fpr, tpr, thr = roc_curve(yc, pc)
         out.append(float(min(thr[int(np.argmax(tpr - fpr))], 1.0)))
+    return np.array(out)
+
+
+def f1_thresholds(y: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """Per-label threshold maximising F1 of ``p >= threshold`` (the labelling thresholds):
+    halfway between the lowest score called positive and the next one; 0.5 for a label without
+    positives."""
+    out = []
+    for yc, pc in _columns(y, p):
+        if not (yc == 1).any():
+            out.append(0.5)
+            continue
+        order = np.argsort(-pc, kind="stable")
+        scores, hits = pc[order], np.cumsum(yc[order] == 1)
+        f1 = 2 * hits / (np.arange(1, len(pc) + 1) + hits[-1])
+        k = int(np.argmax(f1))
+        nxt = scores[k + 1] if k + 1 < len(scores) else scores[k] / 2
+        out.append(float((scores[k] + nxt) / 2))
     return np.array(out)
 
 

@@ -7,7 +7,7 @@ to and from the aggregation core's arrays with :func:`to_arrays` / :func:`load_a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import torch
@@ -58,8 +58,31 @@ class ReportMLP(nn.Module):
         self.task = SkipHead(width, n_labels, input_dim) if skip else nn.Linear(width, n_labels)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Logits ``(n, labels)`` of reports ``(n, dim)`` or of sentence bags ``(n, S, dim)``
+        (all-zero rows are padding; see :func:`pool_sentences`)."""
+        return pool_sentences(self.score, x) if x.dim() == 3 else self.score(x)
+
+    def score(self, x: torch.Tensor) -> torch.Tensor:
+        """Logits of single vectors ``(m, dim)`` (reports or sentences)."""
         h = self.representation(x)
         return self.task(h, x) if isinstance(self.task, SkipHead) else self.task(h)
+
+
+def sentence_mask(x: torch.Tensor) -> torch.Tensor:
+    """Which rows of sentence bags ``(n, S, dim)`` are sentences (``True``) and which are the
+    all-zero padding."""
+    return (x != 0).any(-1)
+
+
+def pool_sentences(score: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor) -> torch.Tensor:
+    """Per report and label, the largest logit over the report's sentences (multiple-instance
+    learning with max pooling): a report shows a finding if one of its sentences does. Only the
+    real sentences of ``x`` ``(n, S, dim)`` are scored; a report without any gets ``-inf``."""
+    mask = sentence_mask(x)
+    logits = score(x[mask])
+    out = logits.new_full((*mask.shape, logits.shape[-1]), float("-inf"))
+    out[mask] = logits
+    return out.amax(dim=1)
 
 
 def to_arrays(

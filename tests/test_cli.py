@@ -147,8 +147,10 @@ def test_label_with_the_default_model_built_on_first_use(tmp_path, capsys, env) 
     err = capsys.readouterr().err
     assert "building the default model" in err
     labeled = pd.read_csv(out)
-    assert list(labeled.columns) == ["Reports", *CHEXPERT_14] and len(labeled) == 6
-    assert labeled.loc[1, "Cardiomegaly"] == 1.0 and labeled.loc[1, "Pleural Effusion"] == 1.0
+    assert list(labeled.columns) == ["id", "Reports", *CHEXPERT_14] and len(labeled) == 6
+    # the README's example: every report and every label right (four CheXpert states)
+    expected = pd.read_csv(ROOT / "examples" / "labeled_reports.csv")
+    pd.testing.assert_frame_equal(labeled, expected)
     assert (
         main(["label", "--reports", str(ROOT / "examples" / "reports.csv"), "--out", str(out)]) == 0
     )

@@ -25,13 +25,21 @@ def test_headerless_chexpert_input() -> None:
     )
 
 
-def test_chexpert_labeled_output_reads_back_with_blanks_as_nan() -> None:
+def test_chexpert_labeled_output_reads_back_with_blanks_as_not_mentioned() -> None:
     table = read_reports(shared_file("chexpert-labeler-format", "labeled_reports.csv"))
     assert len(table.label_space) == 14
     row = table.labels[0]
     assert row[table.label_space.index("No Finding")] == 1.0
     assert row[table.label_space.index("Edema")] == 0.0
-    assert np.isnan(row[table.label_space.index("Lung Lesion")])
+    assert row[table.label_space.index("Cardiomegaly")] == 0.0  # negated
+    assert table.labels[1, table.label_space.index("No Finding")] == 0.0  # blank: not mentioned
+    # no row annotates Lung Lesion: a column this table does not annotate
+    assert np.isnan(table.labels[:, table.label_space.index("Lung Lesion")]).all()
+    assert "Lung Lesion" in table.blank_columns and "Edema" not in table.blank_columns
+    ignored = read_reports(
+        shared_file("chexpert-labeler-format", "labeled_reports.csv"), blank="ignore"
+    )
+    assert np.isnan(ignored.labels[1, ignored.label_space.index("No Finding")])
 
 
 @pytest.mark.parametrize("column", ["Reports", "Report Impression", "REPORT", "report", "text"])
@@ -45,7 +53,8 @@ def test_text_column_detection(tmp_path, column: str) -> None:
 def test_uncertain_policies_and_blanks(tmp_path, policy: str, expected: float | None) -> None:
     path = write(tmp_path, "r.csv", "text,Edema,Cardiomegaly\na,-1,\nb,1.0,0\n")
     table = read_reports(path, uncertain=policy)
-    assert np.isnan(table.labels[0, 1])  # blank is never silently 0
+    assert table.labels[0, 1] == 0.0  # blank: not mentioned, a negative
+    assert np.isnan(read_reports(path, uncertain=policy, blank="ignore").labels[0, 1])
     assert table.labels[1].tolist() == [1.0, 0.0]
     if expected is None:
         assert np.isnan(table.labels[0, 0])
@@ -60,7 +69,7 @@ def test_parquet_and_custom_label_columns(tmp_path) -> None:
     )
     table = read_reports(path, label_columns=["My Finding", "Hernia"])
     assert list(table.label_space) == ["My Finding", "Hernia"]
-    assert table.labels[0, 0] == 1.0 and np.isnan(table.labels[1, 1])
+    assert table.labels[0, 0] == 1.0 and table.labels[1, 1] == 0.0  # blank: not mentioned
 
 
 def test_empty_reports_are_skipped_with_a_count(tmp_path) -> None:
@@ -121,5 +130,19 @@ def test_mimic_layout(tmp_path) -> None:
     assert table.ids == ["s50414267", "s53189527"]
     assert table.texts[0] == "Small left effusion. Left pleural effusion."
     assert table.labels[0, table.label_space.index("Pleural Effusion")] == 1.0
-    assert np.isnan(table.labels[0, table.label_space.index("Edema")])
+    assert table.labels[0, table.label_space.index("Edema")] == 0.0  # blank: not mentioned
+    ignored = load_mimic(tmp_path, blank="ignore")
+    assert np.isnan(ignored.labels[0, ignored.label_space.index("Edema")])
     assert report_sections("FINDINGS: a\nIMPRESSION: b")["IMPRESSION"] == "b"
+
+
+def test_missing_report_cells_are_skipped_and_ids_kept(tmp_path) -> None:
+    path = write(tmp_path, "r.csv", "id,Reports\nr1,NaN\nr2,Small effusion.\nr3,null\nr4,NA\n")
+    table = read_reports(path)
+    assert table.texts == ["Small effusion."] and table.ids == ["r2"]
+    assert table.skipped_empty == 3 and table.id_column == "id"
+    frame = pd.DataFrame({"Reports": [None, float("nan"), "Cardiomegaly."]})
+    frame.to_parquet(tmp_path / "r.parquet")
+    table = read_reports(tmp_path / "r.parquet")
+    assert table.texts == ["Cardiomegaly."] and table.skipped_empty == 2
+    assert table.id_column is None

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from reportfed.data.table import ReportTable, Uncertain, parse_label_column
+from reportfed.data.table import Blank, ReportTable, Uncertain, parse_label_column
 from reportfed.errors import InputFileError
 from reportfed.labels import CHEXPERT_14, LabelSpace
 
@@ -30,9 +30,14 @@ def report_sections(text: str) -> dict[str, str]:
 
 
 def load_mimic(
-    root: str | Path, *, labels_csv: str | Path | None = None, uncertain: Uncertain = "zeros"
+    root: str | Path,
+    *,
+    labels_csv: str | Path | None = None,
+    uncertain: Uncertain = "zeros",
+    blank: Blank = "negative",
 ) -> ReportTable:
-    """Reports with findings or impression joined to their CheXpert labels (missing study = skipped)."""
+    """Reports with findings or impression joined to their CheXpert labels (missing study =
+    skipped). A blank label is "not mentioned", a negative (``blank="ignore"``: not annotated)."""
     root = Path(root)
     if labels_csv is None:
         found = sorted(root.glob("mimic-cxr-2.0.0-chexpert.csv*"))
@@ -59,7 +64,10 @@ def load_mimic(
     if not texts:
         raise InputFileError(f"{root}: no report with findings or impression matched {labels_csv}")
     y = np.stack(
-        [parse_label_column(Path(labels_csv), c, frame[c], uncertain, 2) for c in CHEXPERT_14],
+        [
+            parse_label_column(Path(labels_csv), c, frame[c], uncertain, 2, blank)
+            for c in CHEXPERT_14
+        ],
         axis=1,
     )
     return ReportTable(

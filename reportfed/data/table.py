@@ -1,8 +1,13 @@
 """Reports tables: CSV or Parquet with a text column and optional label columns.
 
-Label values: ``1`` positive, ``0`` negative, ``-1`` uncertain (mapped by ``uncertain=``:
-``"zeros"`` as in the papers, ``"ones"``, or ``"ignore"`` = not annotated), blank = not annotated
-(NaN, never silently 0). Label columns may use any vocabulary spelling; they are canonicalised.
+Label values follow the CheXpert labeler's convention: ``1`` positive, ``0`` mentioned and
+negated, ``-1`` uncertain (mapped by ``uncertain=``: ``"zeros"`` as in the papers, ``"ones"``, or
+``"ignore"`` = not annotated), blank = **not mentioned**, a negative for presence (``blank=
+"negative"``, the default). Tables whose blanks mean *not annotated* read with ``blank="ignore"``
+(NaN, masked out of the loss). A label a site does not annotate at all is a column it does not
+have; a column without any annotated cell is treated so (NaN) and listed in
+``ReportTable.blank_columns``.
+Label columns may use any vocabulary spelling; they are canonicalised.
 """
 
 from __future__ import annotations
@@ -20,7 +25,11 @@ from reportfed.labels import LabelSpace, is_known
 
 TEXT_COLUMNS = ("Reports", "Report Impression", "REPORT", "report", "text")
 Uncertain = Literal["zeros", "ones", "ignore"]
+Blank = Literal["negative", "ignore"]
 _UNCERTAIN_VALUE = {"zeros": 0.0, "ones": 1.0, "ignore": np.nan}
+_BLANK_VALUE = {"negative": 0.0, "ignore": np.nan}
+#: report cells that stand for a missing value, not a report (compared case-insensitively)
+MISSING_TEXT = frozenset({"nan", "na", "n/a", "null", "none", "<na>"})
 
 
 @dataclass
@@ -36,6 +45,8 @@ class ReportTable:
     ids: list[str]
     source: str = ""
     skipped_empty: int = 0
+    id_column: str | None = None
+    blank_columns: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.labels.shape != (len(self.texts), len(self.label_space)):
@@ -110,18 +121,31 @@ def _find_text_column(frame: pd.DataFrame, text_column: str | None) -> str | Non
     return None
 
 
+def _cell(value: object) -> str:
+    """A table cell as stripped text; "" for None and NaN."""
+    if value is None or (isinstance(value, float) and np.isnan(value)):
+        return ""
+    return str(value).strip()
+
+
 def parse_label_column(
-    path: Path, column: str, values: pd.Series, uncertain: Uncertain, first_row: int
+    path: Path,
+    column: str,
+    values: pd.Series,
+    uncertain: Uncertain,
+    first_row: int,
+    blank: Blank = "ignore",
 ) -> np.ndarray:
-    """Parse one label column (1 / 0 / -1 / blank) to float32 with NaN for blank.
+    """Parse one label column (1 / 0 / -1 / blank) to float32; blank becomes 0 (``blank=
+    "negative"``: not mentioned) or NaN (``"ignore"``: not annotated).
 
     ``first_row`` is the file line of the first value, for error messages.
     """
     out = np.empty(len(values), dtype=np.float32)
     for i, v in enumerate(values.tolist()):
-        s = "" if v is None or (isinstance(v, float) and np.isnan(v)) else str(v).strip()
+        s = _cell(v)
         if s == "":
-            out[i] = np.nan
+            out[i] = _BLANK_VALUE[blank]
             continue
         try:
             x = float(s)
@@ -144,6 +168,7 @@ def read_reports(
     text_column: str | None = None,
     label_columns: list[str] | None = None,
     uncertain: Uncertain = "zeros",
+    blank: Blank = "negative",
     require_labels: bool = False,
 ) -> ReportTable:
     """Read a reports table.
@@ -160,16 +185,23 @@ def read_reports(
         custom labels). By default every column whose name is a known label or alias.
     uncertain:
         What ``-1`` becomes: ``"zeros"`` (default, as in the papers), ``"ones"`` or ``"ignore"``.
+    blank:
+        What a blank label cell means: ``"negative"`` (default: not mentioned, as in the CheXpert
+        labeler's output and MIMIC-CXR's tables) or ``"ignore"`` (not annotated).
     require_labels:
         Raise if no label column is found (training tables).
 
-    Empty report strings are skipped; their count is in ``ReportTable.skipped_empty``.
+    Empty report cells (and cells such as ``NaN``, ``NA``, ``null`` that stand for a missing
+    value) are skipped; their count is in ``ReportTable.skipped_empty``. An ``id`` column is kept
+    in ``ReportTable.ids``.
     """
     path = Path(path)
     if not path.is_file():
         raise InputFileError(f"{path}: no such file")
     if uncertain not in _UNCERTAIN_VALUE:
         raise ValueError(f"uncertain must be one of {sorted(_UNCERTAIN_VALUE)}, got {uncertain!r}")
+    if blank not in _BLANK_VALUE:
+        raise ValueError(f"blank must be one of {sorted(_BLANK_VALUE)}, got {blank!r}")
     frame = _read_frame(path, header=True)
     column = _find_text_column(frame, text_column)
     first_row = 2  # 1-based file line of the first data row, with a header line
@@ -209,14 +241,24 @@ def read_reports(
         raise InputFileError(f"{path}: {exc}") from None
     labels = (
         np.stack(
-            [parse_label_column(path, c, frame[c], uncertain, first_row) for c in label_columns],
+            [
+                parse_label_column(path, c, frame[c], uncertain, first_row, blank)
+                for c in label_columns
+            ],
             axis=1,
         )
         if label_columns
         else np.zeros((len(frame), 0), dtype=np.float32)
     )
+    # a column with no annotated cell on any row is one this table does not annotate
+    blank_columns = [
+        c
+        for i, c in enumerate(label_columns)
+        if all(_cell(v) == "" for v in frame[c].tolist()) or np.isnan(labels[:, i]).all()
+    ]
+    labels[:, [label_columns.index(c) for c in blank_columns]] = np.nan
 
-    texts = [("" if t is None else str(t)).strip() for t in frame[column].tolist()]
+    texts = [_report_text(t) for t in frame[column].tolist()]
     keep = np.array([bool(t) for t in texts], dtype=bool)
     if not keep.any():
         raise InputFileError(
@@ -233,4 +275,12 @@ def read_reports(
         ids=[i for i, k in zip(ids, keep, strict=True) if k],
         source=str(path),
         skipped_empty=int((~keep).sum()),
+        id_column="id" if "id" in frame.columns else None,
+        blank_columns=tuple(space[label_columns.index(c)] for c in blank_columns),
     )
+
+
+def _report_text(value: object) -> str:
+    """A report cell as text; "" for a missing value (None, NaN, or a cell like ``NA``)."""
+    text = _cell(value)
+    return "" if text.lower() in MISSING_TEXT else text

@@ -23,7 +23,7 @@ from reportfed.aggregation import GlobalState
 from reportfed.federation.engine import FederationConfig, Node, predict_state
 from reportfed.federation.lockstep import Mode, run_federations
 from reportfed.labels import LabelSpace
-from reportfed.metrics import label_metrics, youden_thresholds
+from reportfed.metrics import f1_thresholds, label_metrics
 
 
 @dataclass(frozen=True)
@@ -205,7 +205,7 @@ def _evaluate(
     for state, val_x, val_y in models:
         cols = scenario.labels.indices(state.labels)
         probs.append(predict_state(state, x_test, config))
-        thresholds.append(youden_thresholds(val_y, predict_state(state, val_x, config)))
+        thresholds.append(f1_thresholds(val_y, predict_state(state, val_x, config)))
         y_true.append(scenario.y[np.ix_(scenario.test, cols)])
         names += list(state.labels)
     per_label = label_metrics(

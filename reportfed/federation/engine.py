@@ -111,7 +111,7 @@ def global_model(state: GlobalState, input_dim: int, config: FederationConfig) -
 
 def predict_state(state: GlobalState, x: np.ndarray, config: FederationConfig) -> np.ndarray:
     """Probabilities of the model with weights ``state`` on embeddings ``x``."""
-    model = global_model(state, x.shape[1], config)
+    model = global_model(state, x.shape[-1], config)
     return predict_proba(model, torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)))
 
 
@@ -130,7 +130,7 @@ def local_round(
     """
     head = state.labels if config.distill > 0 else node.labels
     if model is None or model.task.out_features != len(head):
-        model = node_model(node.x.shape[1], len(head), config)
+        model = node_model(node.x.shape[-1], len(head), config)
     shared, task = node_arrays(state, head)
     load_arrays(model, shared, task)
     x = torch.from_numpy(node.x)
@@ -173,7 +173,7 @@ def run_federation(
     """
     if not nodes:
         raise ValueError("no nodes")
-    dims = {n.x.shape[1] for n in nodes}
+    dims = {n.x.shape[-1] for n in nodes}
     if len(dims) != 1:
         raise ValueError(f"nodes disagree on embedding dimension: {sorted(dims)}")
     dim = dims.pop()

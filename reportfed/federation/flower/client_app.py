@@ -6,15 +6,18 @@ Node config (``flower-supernode --node-config`` or ``reportfed federation node``
   simulation engine, virtual node ``partition-id`` reads the table of that index in the run
   config's comma-separated ``partitions``;
 * ``name`` — the node's name in logs and the model file (default: the table's file stem);
-* ``embedder``, ``base-url`` — embedder spec (default: the run's ``embedder``);
+* ``embedder``, ``base-url`` — embedder spec (default: the run's ``embedder``); the run config's
+  ``granularity`` says whether reports are embedded whole or sentence by sentence;
 * ``cache-dir`` — the node's embedding cache (default ``$REPORTFED_EMBEDDINGS_CACHE``);
 * ``val-fraction`` (0.1) — rows held out for evaluation and thresholds;
 * ``uncertain`` (``zeros``) — what ``-1`` labels become;
+* ``blank`` (``negative``) — what a blank label cell means: not mentioned (``negative``) or not
+  annotated (``ignore``);
 * ``lr`` — a node-specific learning rate.
 
 Messages: ``query`` (name, labels, fingerprint, dimension, rows), ``train`` (the shared block and
 the rows of the node's labels in, the trained arrays out), ``evaluate`` (per-label AUROC and
-Youden threshold on the held-out rows). Only weights and metrics leave the node.
+F1 threshold on the held-out rows). Only weights and metrics leave the node.
 """
 
 from __future__ import annotations
@@ -68,10 +71,12 @@ def _site(context: Context) -> Site:
         name=str(node.get("name") or Path(data).stem),
         embedder=str(node.get("embedder") or run.get("embedder", "minilm")),
         base_url=str(node["base-url"]) if node.get("base-url") else None,
+        granularity=str(run.get("granularity", "sentence")),  # type: ignore[arg-type]
         cache_dir=str(node.get("cache-dir") or embeddings_cache_dir()),
         val_fraction=float(node.get("val-fraction", 0.1)),
         seed=int(run.get("seed", 0)),
         uncertain=str(node.get("uncertain", "zeros")),  # type: ignore[arg-type]
+        blank=str(node.get("blank", "negative")),  # type: ignore[arg-type]
     )
 
 
@@ -108,7 +113,7 @@ def query(msg: Message, context: Context) -> Message:
             "name": site.node.name,
             "labels": list(site.node.labels),
             "fingerprint": site.fingerprint,
-            "dim": int(site.node.x.shape[1]),
+            "dim": int(site.node.x.shape[-1]),
         }
     )
     return reply(msg, {META: meta, METRICS: MetricRecord({"num-examples": len(site.node.x)})})
@@ -122,7 +127,7 @@ def train(msg: Message, context: Context) -> Message:
     config = federation_config(meta)
     if "lr" in context.node_config:
         config = replace(config, lr=float(context.node_config["lr"]))
-    dim = int(site.node.x.shape[1])
+    dim = int(site.node.x.shape[-1])
     state = _with_own_labels(state, site.node.labels, dim, config)
     update, loss = local_round(
         site.node,
@@ -143,12 +148,12 @@ def train(msg: Message, context: Context) -> Message:
 
 @app.evaluate()
 def evaluate(msg: Message, context: Context) -> Message:
-    """Per-label AUROC and Youden threshold of the received rows on the held-out rows."""
+    """Per-label AUROC and F1 threshold of the received rows on the held-out rows."""
     site = _site(context)
     state, meta = unpack(msg)
     config = federation_config(meta)
     labels = [name for name in state.labels if name in site.node.labels]
-    model = global_model(state, int(site.node.x.shape[1]), config)
+    model = global_model(state, int(site.node.x.shape[-1]), config)
     y = site.val_y[:, site.node.labels.indices(labels)]
     p = predict_proba(model, torch.from_numpy(site.val_x))[:, state.labels.indices(labels)]
     return evaluation_reply(msg, labels, y, p)

@@ -111,6 +111,7 @@ def _run_config(args: argparse.Namespace) -> dict[str, str | int | float | bool]
         "round-timeout": args.round_timeout,
         "seed": args.seed,
         "embedder": args.embedder,
+        "granularity": args.granularity,
         "resume": not args.no_resume,
         "dp-noise": args.dp_noise,
         "dp-clip": args.dp_clip,
@@ -204,6 +205,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--round-timeout", type=float, default=600.0)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--embedder", default="minilm")
+    p.add_argument(
+        "--granularity",
+        choices=["sentence", "report"],
+        default="sentence",
+        help="how every node embeds its reports: sentence (default) or report (the papers')",
+    )
     p.add_argument("--no-resume", action="store_true", help="start over even if --out has a model")
     p.add_argument("--dp-noise", type=float, default=0.0, help="DP noise multiplier (0 = off)")
     p.add_argument("--dp-clip", type=float, default=1.0, help="DP clipping norm of node updates")

@@ -5,7 +5,8 @@ Run config (``app/pyproject.toml``, overridable with ``flwr run --run-config``):
 ``seed``, ``weighting``, ``distill`` (knowledge transfer for labels a node lacks; 0 = off),
 ``weight-decay``, ``balance`` (positive-class weighting), ``skip`` (linear input term in the head),
 ``server-momentum`` (FedAvgM on the representation block; 0 = off), ``prox`` (FedProx; 0 = off),
-``embedder``, ``fingerprint`` (required embedder fingerprint, "" = the
+``embedder``, ``granularity`` ("sentence" or "report": how every node embeds its reports),
+``fingerprint`` (required embedder fingerprint, "" = the
 nodes' most common), ``min-nodes``, ``evaluate-every``, ``round-timeout`` (s), ``out`` (directory
 of ``global.safetensors`` and ``history.json``), ``resume``, ``dp-noise`` / ``dp-clip``
 (client-side clipping + central Gaussian noise through Flower's DP wrapper; off when 0).
@@ -47,14 +48,15 @@ def _save(
     state: GlobalState,
     round_: int,
     config: FederationConfig,
-    embedder: str,
+    rc: dict[str, Any],
 ) -> None:
     labeler = ReportLabeler.from_state(
         state,
-        embedder=embedder,
+        embedder=str(rc["embedder"]),
         fingerprint=str(strategy.fingerprint),
         input_dim=int(strategy.dim or 0),
         config=config,
+        granularity=str(rc.get("granularity", "sentence")),  # type: ignore[arg-type]
         thresholds=[strategy.thresholds.get(name, 0.5) for name in state.labels],
         provenance={
             "config": asdict(config),
@@ -124,7 +126,7 @@ def main(grid: Grid, context: Context) -> None:
     def checkpoint(server_round: int, arrays: ArrayRecord) -> MetricRecord | None:
         if server_round > 0:
             state = strategy.global_state(arrays)
-            _save(out, strategy, state, server_round + done, config, str(rc["embedder"]))
+            _save(out, strategy, state, server_round + done, config, rc)
         return None
 
     runner: Strategy = strategy

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import numpy as np
 
-from reportfed.data.table import Uncertain, read_reports
-from reportfed.embed import DEFAULT_EMBEDDER, embed_texts, make_embedder
+from reportfed.data.table import Blank, Uncertain, read_reports
+from reportfed.embed import DEFAULT_EMBEDDER, make_embedder
+from reportfed.embed.granularity import Granularity, embed_reports
 from reportfed.errors import ReportfedError
 from reportfed.federation.engine import Node
 from reportfed.labels import LabelSpace
@@ -39,22 +40,27 @@ def load_site(
     name: str,
     embedder: str = DEFAULT_EMBEDDER,
     base_url: str | None = None,
+    granularity: Granularity = "sentence",
     cache_dir: str | Path | None = None,
     val_fraction: float = 0.1,
     seed: int = 0,
     uncertain: Uncertain = "zeros",
+    blank: Blank = "negative",
 ) -> Site:
     """Read, embed and split a node's reports table (label columns in any vocabulary).
 
-    The node's labels are the label columns with at least one annotated row.
+    The node's labels are the label columns with at least one annotated row; ``granularity``
+    is the run's (:mod:`reportfed.embed.granularity`).
     """
-    table = read_reports(data, uncertain=uncertain, require_labels=True)
+    table = read_reports(data, uncertain=uncertain, blank=blank, require_labels=True)
     annotated = ~np.isnan(table.labels).all(axis=0)
     if not annotated.any():
         raise ReportfedError(f"{data}: no label column has an annotated row")
     table = table.select_labels(LabelSpace(tuple(np.array(table.label_space.names)[annotated])))
     emb = make_embedder(embedder, base_url=base_url)
-    x = embed_texts(table.texts, emb, cache_dir=cache_dir, progress=False)
+    x = embed_reports(
+        table.texts, emb, granularity=granularity, cache_dir=cache_dir, progress=False
+    )
     fit, val = split_rows(len(table), val_fraction, seed)
     if not len(fit):
         raise ReportfedError(f"{data}: no training rows left after holding out {val_fraction:.0%}")

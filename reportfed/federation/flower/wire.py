@@ -15,7 +15,7 @@ from reportfed.aggregation import Arrays, GlobalState
 from reportfed.federation.engine import FederationConfig
 from reportfed.federation.options import OPTIONS, dashed
 from reportfed.labels import LabelSpace
-from reportfed.metrics import auroc, youden_thresholds
+from reportfed.metrics import auroc, f1_thresholds
 
 SHARED = "shared."
 TASK = "task."
@@ -96,11 +96,11 @@ def unpack(msg: Message) -> tuple[GlobalState, ConfigRecord]:
 
 
 def evaluation_reply(msg: Message, labels: list[str], y: np.ndarray, p: np.ndarray) -> Message:
-    """A node's evaluation: per-label annotated rows, AUROC and Youden threshold of ``p`` on its
+    """A node's evaluation: per-label annotated rows, AUROC and F1 threshold of ``p`` on its
     held-out labels ``y`` (columns in ``labels`` order)."""
     n = (~np.isnan(y)).sum(axis=0) if len(y) else np.zeros(len(labels), dtype=int)
     aucs = auroc(y, p) if len(y) else np.full(len(labels), np.nan)
-    thresholds = youden_thresholds(y, p) if len(y) else np.full(len(labels), 0.5)
+    thresholds = f1_thresholds(y, p) if len(y) else np.full(len(labels), 0.5)
     metrics = MetricRecord(
         {
             "num-examples": len(y),

@@ -1,0 +1,333 @@
+"""Which findings a report mentions, and whether each mention is affirmed, negated or uncertain.
+
+Rules in the NegEx / ConText tradition, with a lexicon written for the CheXpert findings (and the
+NIH-14 labels beyond them):
+
+* a **finding phrase** ("cardiomegaly", "pleural effusion", "central venous catheter") mentions
+  its label; an **anatomy phrase** ("heart size", "cardiomediastinal silhouette", "costophrenic
+  angles") mentions it only next to a word that says normal ("heart size is normal": negated) or
+  abnormal ("the heart is enlarged": affirmed);
+* a **cue** before a mention ("no", "without", "free of", "possible", "concerning for") or after
+  it ("has resolved", "is not seen", "cannot be excluded") sets its state, within its clause: the
+  scope ends at ``but``/``however``/``which``..., at a semicolon, or at a comma that starts a new
+  finding ("no pneumothorax, small effusion");
+* pseudo-cues that do not negate ("no change in the effusion", "not changed") are skipped.
+
+A report's state for a label aggregates its mentions as the CheXpert labeler does: affirmed if
+any mention is, else uncertain if any is, else negated if any is, else not mentioned.
+
+Limits: the lexicon is finite (a paraphrase outside it is not a mention; the presence model can
+still call the finding), scopes are clause-level rather than parsed, and double negation
+("cannot rule out no effusion") is not handled.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+from reportfed.sentences import split_sentences
+
+Assertion = Literal["affirmed", "negated", "uncertain"]
+
+# -- the lexicon -----------------------------------------------------------------------------------
+_PL = r"(?:s|es)?"
+#: label -> regular expressions of phrases that name the finding itself
+FINDINGS: dict[str, tuple[str, ...]] = {
+    "Enlarged Cardiomediastinum": (
+        r"widen(?:ed|ing) (?:of the )?(?:superior )?mediastin(?:um|al)(?: silhouette| contours?)?",
+        r"mediastinal (?:widening|enlargement)",
+        r"enlarged (?:cardio)?mediastin(?:um|al (?:silhouette|contours?))",
+        r"(?:cardio)?mediastinal silhouette (?:is |appears )?(?:enlarged|widened|prominent)",
+        r"mediastinum (?:is |appears )?(?:widened|enlarged|prominent)",
+        r"prominen(?:t|ce of the) (?:cardio)?mediastin(?:um|al (?:silhouette|contours?))",
+    ),
+    "Cardiomegaly": (
+        r"cardiomegaly",
+        r"cardiac (?:enlargement|silhouette enlargement)",
+        r"enlarge(?:d|ment of the) (?:heart|cardiac silhouette|cardiac size)",
+        r"heart is (?:mildly |moderately |severely |markedly )?enlarged",
+        r"(?:heart|cardiac) size is (?:mildly |moderately |severely |markedly )?(?:enlarged|increased)",
+        r"(?:biventricular|left ventricular|ventricular) enlargement",
+    ),
+    "Lung Lesion": (
+        rf"nodul(?:e{_PL}|ar (?:opacit(?:y|ies)|densit(?:y|ies)|lesion{_PL}))",
+        rf"(?:lung|pulmonary|lobe|hilar|parenchymal|cavitary|spiculated|soft tissue) mass{_PL}",
+        rf"\bmass{_PL}\b",
+        rf"(?:lung|pulmonary|cavitary|parenchymal|lytic|focal) lesion{_PL}",
+        r"neoplasm",
+        r"tumou?r",
+        r"(?:lung |pulmonary )?(?:carcinoma|cancer|malignancy)",
+        r"metasta(?:sis|ses|tic)",
+    ),
+    "Lung Opacity": (
+        r"opaci(?:ty|ties|fication|fied)",
+        r"air ?space (?:disease|process|opacit(?:y|ies))",
+        r"infiltrat(?:e|es|ion|ive)",
+        r"(?:lung|pulmonary|parenchymal|patchy|hazy|ill-defined) densit(?:y|ies)",
+        r"ground[- ]glass",
+        r"interstitial (?:markings|prominence|opacities|thickening|changes|disease)",
+        r"reticul(?:ar|onodular) (?:opacities|markings|pattern|changes)",
+        r"haz(?:y|iness)",
+    ),
+    "Edema": (
+        r"o?edema(?:tous)?",
+        r"(?:pulmonary |vascular )?(?:vascular )?congestion",
+        r"congestive heart failure|\bchf\b|heart failure",
+        r"fluid overload",
+        r"cephalization",
+        r"kerley b?[- ]?lines",
+        r"vascular (?:engorgement|prominence|indistinctness)",
+        r"indistinct(?:ness of the)? (?:pulmonary )?vascula(?:r|ture)",
+    ),
+    "Consolidation": (r"consolidat(?:ion|ions|ive|ed)",),
+    "Pneumonia": (
+        r"(?:broncho)?pneumonia",
+        r"pneumonitis",
+        r"(?<!granulomatous )infectio(?:n|us process)",
+        r"aspiration",
+    ),
+    "Atelectasis": (
+        r"atelecta(?:sis|ses|tic)",
+        r"(?:lobar|lobe|lung|segmental) collapse",
+        r"collapse of the (?:\w+ )?(?:lobe|lung)",
+        r"volume loss",
+    ),
+    "Pneumothorax": (r"pneumothora(?:x|ces)", r"\bptx\b", r"hydropneumothorax"),
+    "Pleural Effusion": (
+        r"(?<!pericardial )effusion{_PL}".replace("{_PL}", _PL),
+        r"pleural fluid",
+        r"hydrothorax",
+        r"blunt(?:ing|ed) (?:of )?(?:the )?(?:(?:left|right|bilateral) )?costophrenic",
+        r"fluid in the (?:\w+ )?pleural space",
+    ),
+    "Pleural Other": (
+        r"pleural (?:thickening|plaques?|scarring|calcifications?|fibrosis)",
+        r"fibrothorax",
+        r"apical (?:pleural )?(?:cap|capping|pleural thickening)",
+    ),
+    "Fracture": (r"fractur(?:e|es|ed)", r"\bfx\b"),
+    "Support Devices": (
+        r"(?:central venous|central|venous|picc|arterial|dialysis|swan[- ]ganz|pa) (?:line|catheter)s?",
+        r"\bpicc\b",
+        r"catheters?",
+        r"(?:endotracheal|et|nasogastric|ng|orogastric|og|feeding|chest|tracheostomy|enteric|"
+        r"dobhoff|gastrostomy|thoracostomy|pigtail) tubes?",
+        r"\b(?:ett|ngt|ogt|aicd|lvad|iabp)\b|impella|cordis|dobhoff|\bij (?:line|catheter|sheath)",
+        r"\btubes?\b",
+        r"tracheostomy",
+        r"pacemaker|pacer|\bicd\b|defibrillator|(?:pacer|pacing|pacemaker|icd|cardiac) leads?",
+        r"\bleads?\b",
+        r"sternotomy wires",
+        r"\bport(?:-a-cath)?\b",
+        r"\bstents?\b",
+        r"(?:prosthetic|replacement) valve|valve replacement",
+        r"\bdrains?\b",
+        r"(?:support |monitoring |medical )?devices?",
+        r"orthopedic hardware|\bhardware\b",
+        r"balloon pump",
+    ),
+    # NIH-14 labels beyond CheXpert's
+    "Mass": (rf"\bmass{_PL}\b",),
+    "Nodule": (rf"nodul(?:e{_PL}|ar)",),
+    "Infiltration": (r"infiltrat(?:e|es|ion|ive)",),
+    "Emphysema": (
+        r"emphysema(?:tous)?",
+        r"\bcopd\b",
+        r"hyperinflat(?:ed|ion)|hyperexpan(?:ded|sion)",
+    ),
+    "Fibrosis": (r"fibros(?:is|ing)|fibrotic", r"scarring"),
+    "Pleural Thickening": (r"pleural thickening",),
+    "Hernia": (r"hernia(?:tion)?",),
+}
+#: label -> anatomy phrases that mention the label only beside a normal or abnormal word
+ANATOMY: dict[str, tuple[str, ...]] = {
+    "Enlarged Cardiomediastinum": (
+        r"(?:cardio)?mediastinal(?: and hilar)? (?:silhouettes?|contours?|width)",
+        r"hilar and mediastinal (?:silhouettes?|contours?)",
+        r"mediastinum",
+        r"(?:cardiomediastinal|mediastinal|hilar and mediastinal) (?:structures|borders?)",
+    ),
+    "Cardiomegaly": (
+        r"heart size",
+        r"size of the heart",
+        r"cardiac (?:size|silhouette|contours?|shadow)",
+        r"\bheart\b",
+    ),
+    "Pleural Effusion": (r"costophrenic (?:angles?|sulci|recess(?:es)?)", r"pleural spaces?"),
+    "Pneumothorax": (),
+}
+#: anatomy phrase + one of these (in its clause): the label is negated / affirmed / uncertain
+_NORMAL = (
+    r"normal|within normal limits|unremarkable|not enlarged|not widened|clear|sharp|"
+    r"preserved|stable in size|normal in size|upper limits? of normal|top(?:-| )normal"
+)
+_ABNORMAL = r"enlarged|enlargement|widened|widening|increased|large|prominent|blunt(?:ed|ing)"
+_BORDERLINE = r"borderline|upper limits? of normal|top(?:-| )normal|at the upper limit"
+
+# -- cues ------------------------------------------------------------------------------------------
+_NEGATION_BEFORE = (
+    r"\bno\b|\bnot\b|\bwithout\b|free of|negative for|absence of|\babsent\b|resolution of|"
+    r"resolved|ruled out|rules out|clear of|no longer|removal of|interval removal of|\bnever\b|"
+    r"\bnor\b|neither|unlikely"
+)
+_NEGATION_AFTER = (
+    r"(?:is|are|was|were|has|have)?\s*(?:not|no longer) (?:\w+ )?(?:seen|identified|present|visuali[sz]ed|"
+    r"demonstrated|evident|appreciated|detected|noted|visible|apparent)|"
+    r"(?:has|have) (?:\w+ )?resolved|\bresolved\b|(?:is|are) absent|(?:has|have been|was|were) removed|"
+    r"\bremoved\b|(?:is|are) unlikely"
+)
+_UNCERTAIN_BEFORE = (
+    r"possibl[ey]|probabl[ey]|\blikely\b|questionabl[ey]|question of|may (?:\w+ )?(?:represent|be|reflect|"
+    r"indicate|have)|might|could (?:\w+ )?(?:represent|be|reflect|indicate)|suspicious for|suspicion for|"
+    r"suspect(?:ed)?|concerning for|concern for|suggestive of|suggest(?:s|ing)?|worrisome for|"
+    r"cannot (?:be )?(?:entirely |completely )?(?:exclude|rule out)|can ?not exclude|can't exclude|"
+    r"differential|rule out|\br/o\b|evaluat(?:e|ion) (?:for|of)|assess(?:ment)? for|borderline|equivocal|"
+    r"indeterminate|\bversus\b|\bvs\.?|\?|may not be excluded|raises the possibility|"
+    r"not (?:be )?(?:entirely )?excluded"
+)
+_UNCERTAIN_AFTER = (
+    r"cannot be (?:entirely |completely |totally )?(?:excluded|ruled out)|can ?not be excluded|"
+    r"(?:is|are) not (?:entirely |completely )?(?:excluded|ruled out)|not (?:entirely )?excluded|"
+    r"(?:is|are) (?:also )?(?:possible|likely|suspected|questioned|not excluded|a consideration|"
+    r"considered)|\bversus\b|\bvs\.?|\?|is difficult to exclude|could not be excluded|"
+    r"may be present|possibl[ey]"
+)
+#: a negation cue followed by these does not negate ("no change in the effusion")
+_PSEUDO = (
+    r"\s*(?:significant |interval |substantial |appreciable |definite |other )?"
+    r"(?:change|increase|decrease|worsening|improvement|further|only|necessarily|well)"
+)
+#: words that end a cue's scope
+_TERMINATORS = re.compile(
+    r"\b(?:but|however|although|though|except|whereas|which|yet|aside from|apart from|"
+    r"otherwise|while|given|due to|secondary to|related to|because|representing|with)\b|[;:]"
+)
+#: a comma followed by these starts a new finding, ending the scope
+_NEW_CLAUSE = re.compile(
+    r",\s*(?:and\s+)?(?:there|with|likely|probably|possibly|possible|questionable|suspected|no|"
+    r"without|which|but|however|although)\b"
+)
+
+
+def _compile(patterns: Iterable[str]) -> re.Pattern[str]:
+    """One pattern matching any of ``patterns``, each starting at a word boundary."""
+    return re.compile("|".join(rf"(?<![\w-])(?:{p})" for p in patterns), re.IGNORECASE)
+
+
+_FINDING_RE = {label: _compile(p) for label, p in FINDINGS.items()}
+_ANATOMY_RE = {label: _compile(p) for label, p in ANATOMY.items() if p}
+_NEG_BEFORE = re.compile(_NEGATION_BEFORE, re.IGNORECASE)
+_NEG_AFTER = re.compile(_NEGATION_AFTER, re.IGNORECASE)
+_UNC_BEFORE = re.compile(_UNCERTAIN_BEFORE, re.IGNORECASE)
+_UNC_AFTER = re.compile(_UNCERTAIN_AFTER, re.IGNORECASE)
+_PSEUDO_RE = re.compile(_PSEUDO, re.IGNORECASE)
+_NORMAL_RE = re.compile(rf"\b(?:{_NORMAL})\b", re.IGNORECASE)
+_ABNORMAL_RE = re.compile(rf"\b(?:{_ABNORMAL})\b", re.IGNORECASE)
+_BORDERLINE_RE = re.compile(rf"\b(?:{_BORDERLINE})\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Mention:
+    """One mention of ``label`` in sentence ``sentence`` (characters ``span``) and its state."""
+
+    label: str
+    sentence: int
+    span: tuple[int, int]
+    assertion: Assertion
+
+
+def has_lexicon(label: str) -> bool:
+    """Whether mentions of ``label`` can be found (it has a lexicon entry)."""
+    return label in FINDINGS
+
+
+def _clause(sentence: str, start: int, end: int) -> tuple[int, int]:
+    """The clause around characters ``start:end``: from the last terminator before to the next."""
+    lo, hi = 0, len(sentence)
+    for m in _TERMINATORS.finditer(sentence):
+        if m.end() <= start:
+            lo = m.end()
+        elif m.start() >= end:
+            hi = min(hi, m.start())
+    for m in _NEW_CLAUSE.finditer(sentence):
+        if m.end() <= start:
+            lo = max(lo, m.start() + 1)
+        elif m.start() >= end:
+            hi = min(hi, m.start())
+    return lo, hi
+
+
+def _negation_before(before: str) -> bool:
+    """A negation cue in ``before`` that is neither part of an uncertainty cue ("cannot exclude")
+    nor a pseudo-negation ("no change in")."""
+    masked = _UNC_BEFORE.sub(" ", before)
+    return any(not _PSEUDO_RE.match(masked, m.end()) for m in _NEG_BEFORE.finditer(masked))
+
+
+def _assert(sentence: str, start: int, end: int) -> Assertion:
+    """The state of the mention at ``start:end`` from the cues in its clause."""
+    lo, hi = _clause(sentence, start, end)
+    before, after = sentence[lo:start], sentence[end:hi]
+    if _UNC_AFTER.search(after):
+        return "uncertain"
+    if _negation_before(before) or _NEG_AFTER.search(after):
+        return "negated"
+    if _UNC_BEFORE.search(before):
+        return "uncertain"
+    return "affirmed"
+
+
+def _anatomy_state(sentence: str, start: int, end: int) -> Assertion | None:
+    """State of an anatomy mention from the normal / abnormal words of its clause ("heart size is
+    normal": negated, "the heart is enlarged": affirmed), or ``None`` when it says neither."""
+    lo, hi = _clause(sentence, start, end)
+    clause = sentence[lo:hi]
+    if _BORDERLINE_RE.search(clause):
+        return "uncertain"
+    chunk_lo = sentence.rfind(",", lo, start) + 1
+    chunk_hi = sentence.find(",", end, hi)
+    chunk = sentence[max(lo, chunk_lo) : chunk_hi if chunk_hi >= 0 else hi]
+    abnormal = _ABNORMAL_RE.search(chunk)
+    if abnormal and not _negation_before(chunk[: abnormal.start()]):
+        return "uncertain" if _assert(sentence, start, end) == "uncertain" else "affirmed"
+    if abnormal or _NORMAL_RE.search(clause):
+        return "negated"
+    return None
+
+
+def find_mentions(text: str, labels: Iterable[str] | None = None) -> list[Mention]:
+    """Every mention of ``labels`` (default: every label with a lexicon) in ``text``."""
+    wanted = [lab for lab in (labels if labels is not None else FINDINGS) if lab in FINDINGS]
+    out: list[Mention] = []
+    for i, sentence in enumerate(split_sentences(text)):
+        for label in wanted:
+            spans = [m.span() for m in _FINDING_RE[label].finditer(sentence)]
+            out += [Mention(label, i, s, _assert(sentence, *s)) for s in spans]
+            if spans or label not in _ANATOMY_RE:
+                continue
+            for m in _ANATOMY_RE[label].finditer(sentence):
+                state = _anatomy_state(sentence, *m.span())
+                if state is not None:
+                    out.append(Mention(label, i, m.span(), state))
+                    break
+    return out
+
+
+def report_assertions(text: str, labels: Iterable[str]) -> dict[str, Assertion | None]:
+    """Per label, the report's state: affirmed if any mention is, else uncertain if any is, else
+    negated if any is, else ``None`` (not mentioned)."""
+    labels = list(labels)
+    found: dict[str, set[str]] = {lab: set() for lab in labels}
+    for m in find_mentions(text, labels):
+        found[m.label].add(m.assertion)
+    out: dict[str, Assertion | None] = {}
+    for lab in labels:
+        states = found[lab]
+        out[lab] = next(
+            (s for s in ("affirmed", "uncertain", "negated") if s in states),
+            None,  # type: ignore[arg-type]
+        )
+    return out

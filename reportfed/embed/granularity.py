@@ -1,0 +1,59 @@
+"""What the model reads of a report: one whole-report vector, or one vector per sentence.
+
+* ``"report"`` (the papers' method): ``(n, dim)``, the encoder reads the whole report (at most
+  its window, 256 word pieces for MiniLM);
+* ``"sentence"`` (the product's default): ``(n, S, dim)``, each report's sentences
+  (:func:`reportfed.sentences.report_units`) embedded one by one through the cache, padded with
+  all-zero rows to the longest report ``S``. The model scores every sentence and pools per label
+  (:class:`reportfed.model.ReportMLP`), so a negation or a finding late in a long report is read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+
+from reportfed.embed.base import Embedder
+from reportfed.embed.cache import embed_texts
+from reportfed.sentences import report_units
+
+Granularity = Literal["report", "sentence"]
+GRANULARITIES: tuple[Granularity, ...] = ("report", "sentence")
+
+
+def check_granularity(granularity: str) -> Granularity:
+    """``granularity`` if it is one of :data:`GRANULARITIES`, else a ``ValueError``."""
+    if granularity not in GRANULARITIES:
+        raise ValueError(f"granularity must be one of {GRANULARITIES}, got {granularity!r}")
+    return granularity  # type: ignore[return-value]
+
+
+def pad_units(vectors: np.ndarray, counts: Sequence[int]) -> np.ndarray:
+    """Stack consecutive runs of ``vectors`` (``counts[i]`` rows for report ``i``) into
+    ``(len(counts), max(counts), dim)``, zero-padded."""
+    out = np.zeros((len(counts), max(counts, default=1), vectors.shape[-1]), dtype=np.float32)
+    start = 0
+    for i, c in enumerate(counts):
+        out[i, :c] = vectors[start : start + c]
+        start += c
+    return out
+
+
+def embed_reports(
+    texts: Sequence[str],
+    embedder: Embedder,
+    *,
+    granularity: Granularity,
+    cache_dir: str | Path | None,
+    progress: bool = True,
+) -> np.ndarray:
+    """Embeddings of ``texts`` at ``granularity``: ``(n, dim)`` or ``(n, S, dim)``."""
+    if check_granularity(granularity) == "report":
+        return embed_texts(texts, embedder, cache_dir=cache_dir, progress=progress)
+    units = [report_units(t) for t in texts]
+    flat = [u for us in units for u in us]
+    vectors = embed_texts(flat, embedder, cache_dir=cache_dir, progress=progress)
+    return pad_units(vectors, [len(us) for us in units])

@@ -1,0 +1,58 @@
+"""The CheXpert labeler's four output states from presence probabilities and mentions.
+
+Per report and finding, with ``p`` the model's presence probability, ``t`` the label's labelling
+threshold and the report's assertion for the label (:mod:`reportfed.assertion`):
+
+==========================  ===================  ======================
+assertion                   ``p >= t``           ``p < t``
+==========================  ===================  ======================
+negated ("no effusion")     0.0                  0.0
+uncertain ("possible ...")  -1.0                 -1.0
+affirmed ("effusion")       1.0                  1.0
+not mentioned               1.0                  blank (NaN)
+==========================  ===================  ======================
+
+An explicit negation or hedge in the text wins over the model; the model calls findings that the
+lexicon does not know how to name. A label without a lexicon (a custom label) has two states:
+1.0 at ``p >= t``, else 0.0. **No Finding** follows the CheXpert labeler's rule: 1.0 when no other
+finding except Support Devices is 1.0 or -1.0, else blank.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from reportfed.assertion import has_lexicon, report_assertions
+
+NO_FINDING = "No Finding"
+#: findings that do not rule out "No Finding"
+NOT_DISEASE = frozenset({"Support Devices", NO_FINDING})
+_STATE = {"affirmed": 1.0, "uncertain": -1.0, "negated": 0.0}
+
+
+def chexpert_states(
+    texts: Sequence[str], proba: np.ndarray, labels: Sequence[str], thresholds: np.ndarray
+) -> np.ndarray:
+    """``(len(texts), len(labels))`` states: 1.0, 0.0, -1.0 or NaN (see the module docstring)."""
+    if proba.shape != (len(texts), len(labels)):
+        raise ValueError(f"proba has shape {proba.shape}, expected ({len(texts)}, {len(labels)})")
+    present = proba >= np.asarray(thresholds)
+    out = np.full(proba.shape, np.nan, dtype=np.float32)
+    lexical = [c for c, name in enumerate(labels) if has_lexicon(name)]
+    other = [c for c, name in enumerate(labels) if not has_lexicon(name) and name != NO_FINDING]
+    out[:, other] = present[:, other]
+    for i, text in enumerate(texts):
+        said = report_assertions(text, [labels[c] for c in lexical])
+        for c in lexical:
+            state = said[labels[c]]
+            if state is not None:
+                out[i, c] = _STATE[state]
+            elif present[i, c]:
+                out[i, c] = 1.0
+    if NO_FINDING in labels:
+        disease = [c for c, name in enumerate(labels) if name not in NOT_DISEASE]
+        findings = np.isin(out[:, disease], (1.0, -1.0)).any(axis=1)
+        out[:, list(labels).index(NO_FINDING)] = np.where(findings, np.nan, 1.0)
+    return out

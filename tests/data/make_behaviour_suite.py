@@ -1,0 +1,265 @@
+"""Write ``behaviour.csv``: short reports with the states a radiologist expects, by category.
+
+Every sentence here was written for reportfed. Run ``python tests/data/make_behaviour_suite.py``
+to regenerate the CSV (deterministic). Columns: ``id``, ``category``, ``report`` and
+``expected`` (``Label=state`` pairs joined by ``;``; state 1 positive, 0 negated, -1 uncertain,
+blank not mentioned). Only the labels in ``expected`` are judged.
+"""
+
+from __future__ import annotations
+
+import csv
+import random
+from pathlib import Path
+
+#: per finding: phrases that affirm it as a noun phrase, and bare names for cue templates
+FINDINGS: dict[str, tuple[list[str], list[str]]] = {
+    "Enlarged Cardiomediastinum": (
+        [
+            "a widened mediastinum",
+            "mediastinal widening",
+            "an enlarged cardiomediastinal silhouette",
+        ],
+        ["mediastinal widening", "widening of the mediastinum", "mediastinal enlargement"],
+    ),
+    "Cardiomegaly": (
+        ["cardiomegaly", "cardiac enlargement", "an enlarged heart", "mild cardiomegaly"],
+        ["cardiomegaly", "cardiac enlargement"],
+    ),
+    "Lung Lesion": (
+        ["a pulmonary nodule", "a right upper lobe mass", "a spiculated nodule in the left apex"],
+        ["a pulmonary nodule", "a lung mass", "a nodule"],
+    ),
+    "Lung Opacity": (
+        [
+            "a patchy opacity in the left lower lobe",
+            "airspace disease at the right base",
+            "hazy bilateral opacities",
+        ],
+        ["focal opacity", "airspace disease", "an opacity"],
+    ),
+    "Edema": (
+        ["pulmonary edema", "interstitial edema", "moderate pulmonary edema"],
+        ["pulmonary edema", "edema"],
+    ),
+    "Consolidation": (
+        [
+            "consolidation in the right lower lobe",
+            "a dense consolidation of the lingula",
+            "lobar consolidation",
+        ],
+        ["consolidation", "focal consolidation"],
+    ),
+    "Pneumonia": (
+        ["pneumonia in the right lower lobe", "multifocal pneumonia", "a left basilar pneumonia"],
+        ["pneumonia"],
+    ),
+    "Atelectasis": (
+        [
+            "bibasilar atelectasis",
+            "subsegmental atelectasis at the left base",
+            "plate-like atelectasis",
+        ],
+        ["atelectasis"],
+    ),
+    "Pneumothorax": (
+        ["a small apical pneumothorax", "a right pneumothorax", "a tiny left pneumothorax"],
+        ["pneumothorax"],
+    ),
+    "Pleural Effusion": (
+        [
+            "a small left pleural effusion",
+            "bilateral pleural effusions",
+            "a layering right effusion",
+        ],
+        ["pleural effusion", "effusion"],
+    ),
+    "Pleural Other": (
+        [
+            "pleural thickening at the right apex",
+            "calcified pleural plaques",
+            "pleural scarring on the left",
+        ],
+        ["pleural thickening", "pleural plaques"],
+    ),
+    "Fracture": (
+        [
+            "a fracture of the left seventh rib",
+            "a displaced clavicle fracture",
+            "a compression fracture of T8",
+        ],
+        ["fracture", "a rib fracture"],
+    ),
+    "Support Devices": (
+        [
+            "a right internal jugular central venous catheter",
+            "an endotracheal tube above the carina",
+            "a left chest wall pacemaker",
+        ],
+        ["a central venous catheter", "an endotracheal tube", "a nasogastric tube"],
+    ),
+}
+
+AFFIRMED = [
+    "There is {a}.",
+    "Radiographs show {a}.",
+    "{A} is again noted.",
+    "Interval development of {a}.",
+    "Findings consistent with {a}.",
+    "The study demonstrates {a}.",
+]
+NEGATED = [
+    "No {b}.",
+    "There is no {b}.",
+    "No evidence of {b}.",
+    "Negative for {b}.",
+    "The chest is free of {b}.",
+    "Lungs are expanded without {b}.",
+    "The previously seen {b} has resolved.",
+]
+UNCERTAIN = [
+    "Possible {b}.",
+    "{B} cannot be excluded.",
+    "These findings may represent {b}.",
+    "Questionable {b}.",
+    "Likely {b}.",
+    "Appearance suspicious for {b}.",
+]
+OPPOSITE = [
+    "{A} without {b}.",
+    "{A}. No {b}.",
+    "There is {a}, but no {b}.",
+    "No {b}. {A} is present.",
+]
+#: neutral sentences and the findings each one touches (never used for those findings)
+FILLERS: list[tuple[str, set[str]]] = [
+    (
+        "The lungs are clear.",
+        {"Lung Opacity", "Consolidation", "Pneumonia", "Edema", "Atelectasis"},
+    ),
+    ("Heart size is normal.", {"Cardiomegaly", "Enlarged Cardiomediastinum"}),
+    ("Mediastinal contours are unremarkable.", {"Enlarged Cardiomediastinum", "Cardiomegaly"}),
+    ("No pleural effusion.", {"Pleural Effusion", "Pleural Other"}),
+    ("No pneumothorax is seen.", {"Pneumothorax"}),
+    ("The trachea is midline.", set()),
+    ("Degenerative changes are present in the thoracic spine.", {"Fracture"}),
+    ("The aorta is mildly tortuous.", {"Enlarged Cardiomediastinum"}),
+    ("Visualized upper abdomen is unremarkable.", set()),
+    ("Bony thorax is intact.", {"Fracture"}),
+    ("Stable moderate cardiomegaly.", {"Cardiomegaly", "Enlarged Cardiomediastinum"}),
+    ("Small left effusion.", {"Pleural Effusion", "Pleural Other"}),
+    ("Mild bibasilar atelectasis.", {"Atelectasis", "Lung Opacity"}),
+    ("Soft tissues are within normal limits.", set()),
+    ("Both hemidiaphragms are well defined.", set()),
+    ("No focal airspace consolidation.", {"Consolidation", "Lung Opacity", "Pneumonia"}),
+]
+#: sections of long reports: sentences about the study, not about any finding
+LONG_INDICATION = (
+    "___-year-old patient with a history of hypertension, type 2 diabetes and chronic kidney "
+    "disease, presenting to the emergency department with three days of worsening shortness of "
+    "breath, productive cough and low-grade fevers, now with an oxygen requirement of two liters "
+    "by nasal cannula; evaluate the chest."
+)
+LONG_TECHNIQUE = (
+    "Frontal and lateral radiographs of the chest were obtained with the patient upright. The "
+    "exposure is adequate and the patient is mildly rotated to the right."
+)
+LONG_COMPARISON = "Prior chest radiographs from ___ and ___, and a chest CT from ___."
+LONG_NEUTRAL = [
+    "The trachea is midline and the main bronchi are patent.",
+    "The thoracic inlet appears unremarkable on this single frontal view.",
+    "The visualized upper abdomen shows a nonobstructive bowel gas pattern.",
+    "Soft tissues of the chest wall and the axillae are within normal limits.",
+    "Both hemidiaphragms are well defined and there is no free air below them.",
+    "The thoracic spine shows mild multilevel degenerative endplate changes, similar to prior.",
+    "Calcification of the aortic knob is again noted and is unchanged.",
+    "The patient's chin partially obscures the lung apices on the frontal image.",
+    "Overlying monitoring wires and snaps partially obscure the lower chest.",
+    "The hila are symmetric in size and configuration.",
+    "Surgical changes in the neck are unchanged from the prior examination.",
+    "There is no subdiaphragmatic free gas on the upright view.",
+]
+
+
+def _cap(text: str) -> str:
+    return text[0].upper() + text[1:]
+
+
+def _expect(**states: str) -> str:
+    return ";".join(f"{label}={state}" for label, state in states.items())
+
+
+def _row(rows: list[dict[str, str]], category: str, report: str, expected: str) -> None:
+    rows.append(
+        {
+            "id": f"b{len(rows) + 1:04d}",
+            "category": category,
+            "report": report,
+            "expected": expected,
+        }
+    )
+
+
+def build() -> list[dict[str, str]]:
+    """Every report of the suite, in a fixed order."""
+    rng = random.Random(13)
+    rows: list[dict[str, str]] = []
+    names = list(FINDINGS)
+    for label, (phrases, bare) in FINDINGS.items():
+        for k, template in enumerate(AFFIRMED):
+            a = phrases[k % len(phrases)]
+            _row(rows, "affirmed", template.format(a=a, A=_cap(a)), _expect(**{label: "1"}))
+        for k, template in enumerate(NEGATED):
+            b = bare[k % len(bare)].removeprefix("a ").removeprefix("an ")
+            _row(rows, "negated", template.format(b=b, B=_cap(b)), _expect(**{label: "0"}))
+        for k, template in enumerate(UNCERTAIN):
+            b = bare[k % len(bare)].removeprefix("a ").removeprefix("an ")
+            _row(rows, "uncertain", template.format(b=b, B=_cap(b)), _expect(**{label: "-1"}))
+        free = [s for s, touches in FILLERS if label not in touches]
+        for _ in range(5):
+            report = " ".join(rng.sample(free, 3))
+            _row(rows, "not mentioned", report, _expect(**{label: ""}))
+        for k in range(3):
+            findings = " ".join(rng.sample(LONG_NEUTRAL, 9))
+            impression = AFFIRMED[k].format(
+                a=phrases[k % len(phrases)], A=_cap(phrases[k % len(phrases)])
+            )
+            report = (
+                f"EXAMINATION: CHEST PA AND LATERAL\n\nINDICATION: {LONG_INDICATION}\n\n"
+                f"TECHNIQUE: {LONG_TECHNIQUE}\n\nCOMPARISON: {LONG_COMPARISON}\n\n"
+                f"FINDINGS:\n{findings}\n\nIMPRESSION:\n{impression}"
+            )
+            _row(rows, "long, finding in impression", report, _expect(**{label: "1"}))
+    related = {
+        frozenset(p)
+        for p in [
+            ("Cardiomegaly", "Enlarged Cardiomediastinum"),
+            ("Lung Opacity", "Consolidation"),
+            ("Lung Opacity", "Pneumonia"),
+            ("Consolidation", "Pneumonia"),
+            ("Lung Opacity", "Atelectasis"),
+            ("Lung Opacity", "Edema"),
+            ("Pleural Effusion", "Pleural Other"),
+            ("Lung Lesion", "Lung Opacity"),
+        ]
+    }
+    pairs = [(a, b) for a in names for b in names if a != b and frozenset((a, b)) not in related]
+    for k, (pos, neg) in enumerate(rng.sample(pairs, 52)):
+        a = FINDINGS[pos][0][k % len(FINDINGS[pos][0])]
+        b = FINDINGS[neg][1][k % len(FINDINGS[neg][1])].removeprefix("a ").removeprefix("an ")
+        report = OPPOSITE[k % len(OPPOSITE)].format(a=a, A=_cap(a), b=b)
+        _row(rows, "opposite polarity", report, _expect(**{pos: "1", neg: "0"}))
+    return rows
+
+
+def main() -> None:
+    path = Path(__file__).with_name("behaviour.csv")
+    with path.open("w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=["id", "category", "report", "expected"])
+        writer.writeheader()
+        writer.writerows(build())
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

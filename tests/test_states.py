@@ -1,0 +1,94 @@
+import numpy as np
+import pytest
+
+from reportfed.assertion import report_assertions
+from reportfed.states import chexpert_states
+
+NEGATIONS = [
+    "No {x}.",
+    "There is no {x}.",
+    "The lungs are expanded without {x}.",
+    "Free of {x}.",
+    "Negative for {x}.",
+    "No evidence of {x}.",
+    "Resolved {x}.",
+    "The {x} has resolved.",
+    "The {x} is not seen.",
+    "No focal consolidation, large {x}, or pneumothorax is identified.",
+]
+UNCERTAIN = [
+    "Possible {x}.",
+    "{x} cannot be excluded.",
+    "Cannot exclude {x}.",
+    "This may represent {x}.",
+    "Questionable {x}.",
+    "Likely {x}.",
+    "Opacity concerning for {x}.",
+    "Atelectasis versus {x}.",
+]
+
+
+@pytest.mark.parametrize("template", NEGATIONS)
+def test_negation_cues(template: str) -> None:
+    assert report_assertions(template.format(x="pleural effusion"), ["Pleural Effusion"]) == {
+        "Pleural Effusion": "negated"
+    }
+
+
+@pytest.mark.parametrize("template", UNCERTAIN)
+def test_uncertainty_cues(template: str) -> None:
+    text = template.format(x="pneumonia")
+    assert report_assertions(text, ["Pneumonia"])["Pneumonia"] == "uncertain"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Cardiomegaly without edema.", {"Cardiomegaly": "affirmed", "Edema": "negated"}),
+        (
+            "Small effusion, no pneumothorax.",
+            {"Pleural Effusion": "affirmed", "Pneumothorax": "negated"},
+        ),
+        ("No change in the small right effusion.", {"Pleural Effusion": "affirmed"}),
+        ("Heart size is normal.", {"Cardiomegaly": "negated"}),
+        ("The heart is mildly enlarged.", {"Cardiomegaly": "affirmed"}),
+        ("Heart size is top normal.", {"Cardiomegaly": "uncertain"}),
+        (
+            "Mediastinal and hilar contours are unremarkable.",
+            {"Enlarged Cardiomediastinum": "negated"},
+        ),
+        ("The central venous catheter has been removed.", {"Support Devices": "negated"}),
+        ("No pericardial effusion.", {"Pleural Effusion": None}),
+        ("Stable, nonenlarged cardiomediastinal silhouette.", {"Enlarged Cardiomediastinum": None}),
+        ("The lungs are clear.", {"Lung Opacity": None, "Pneumonia": None}),
+    ],
+)
+def test_mentions_in_context(text: str, expected: dict[str, str | None]) -> None:
+    assert report_assertions(text, list(expected)) == expected
+
+
+def test_states_combine_text_and_model() -> None:
+    labels = ["No Finding", "Pleural Effusion", "Pneumothorax", "Support Devices", "Custom"]
+    texts = [
+        "No pleural effusion. A central line is present.",  # negation beats a high probability
+        "Possible small pneumothorax.",
+        "Unremarkable study.",  # nothing mentioned: the model decides positive vs blank
+    ]
+    proba = np.array(
+        [
+            [0.1, 0.9, 0.1, 0.9, 0.2],
+            [0.1, 0.1, 0.1, 0.1, 0.9],
+            [0.1, 0.8, 0.1, 0.1, 0.1],
+        ]
+    )
+    states = chexpert_states(texts, proba, labels, np.full(5, 0.5))
+    expected = np.array(
+        [
+            [1.0, 0.0, np.nan, 1.0, 0.0],  # support devices do not rule out No Finding
+            [np.nan, np.nan, -1.0, np.nan, 1.0],  # uncertain rules it out; custom: two states
+            [np.nan, 1.0, np.nan, np.nan, 0.0],  # model-positive finding, unmentioned
+        ]
+    )
+    np.testing.assert_array_equal(states, expected)
+    with pytest.raises(ValueError, match="shape"):
+        chexpert_states(texts[:1], proba, labels, np.full(5, 0.5))
