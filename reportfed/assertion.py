@@ -31,6 +31,8 @@ from typing import Literal
 from reportfed.sentences import split_sentences
 
 Assertion = Literal["affirmed", "negated", "uncertain"]
+#: how a report aggregates its mentions of a label: the first state any mention has
+_PRECEDENCE: tuple[Assertion, ...] = ("affirmed", "uncertain", "negated")
 
 # -- the lexicon -----------------------------------------------------------------------------------
 _PL = r"(?:s|es)?"
@@ -320,14 +322,11 @@ def report_assertions(text: str, labels: Iterable[str]) -> dict[str, Assertion |
     """Per label, the report's state: affirmed if any mention is, else uncertain if any is, else
     negated if any is, else ``None`` (not mentioned)."""
     labels = list(labels)
-    found: dict[str, set[str]] = {lab: set() for lab in labels}
+    found: dict[str, set[Assertion]] = {lab: set() for lab in labels}
     for m in find_mentions(text, labels):
         found[m.label].add(m.assertion)
     out: dict[str, Assertion | None] = {}
     for lab in labels:
         states = found[lab]
-        out[lab] = next(
-            (s for s in ("affirmed", "uncertain", "negated") if s in states),
-            None,  # type: ignore[arg-type]
-        )
+        out[lab] = next((s for s in _PRECEDENCE if s in states), None)
     return out

@@ -23,6 +23,10 @@ class EmbeddingError(ReportfedError):
     """An embedding backend failed (bad model path, HTTP 4xx, wrong output shape)."""
 
 
+class ConfigError(ReportfedError, ValueError):
+    """A hyperparameter or option outside its range (names the option and the range)."""
+
+
 class ModelFileError(ReportfedError):
     """A model file that is truncated, corrupted, or made for another embedder."""
 

@@ -22,7 +22,7 @@ from reportfed.data.partition import holdout
 from reportfed.data.table import ReportTable
 from reportfed.embed import DEFAULT_EMBEDDER, Embedder, make_embedder
 from reportfed.embed.granularity import Granularity, check_granularity, embed_reports
-from reportfed.errors import ModelFileError, ReportfedError
+from reportfed.errors import ConfigError, ModelFileError, ReportfedError
 from reportfed.federation.engine import FederationConfig, Node, predict_state, run_federation
 from reportfed.io import atomic_write
 from reportfed.labels import LabelSpace
@@ -73,6 +73,8 @@ class ReportLabeler:
         cache_dir: str | Path | None = "default",
         progress: bool = True,
     ) -> None:
+        if not 0 <= val_fraction < 1:
+            raise ConfigError(f"val_fraction must be in [0, 1), got {val_fraction!r}")
         self.embedder = embedder
         self.granularity = granularity
         self.base_url = base_url
@@ -154,6 +156,7 @@ class ReportLabeler:
         ``fingerprint`` names the embedder that made ``x`` (default: this labeler's embedder);
         ``x`` is ``(n, dim)`` or sentence bags ``(n, S, dim)``, as :meth:`embed` makes them.
         """
+        _check_embeddings(x, check_granularity(self.granularity))
         if len(x) != len(y):
             raise ReportfedError(f"{len(x)} embeddings but {len(y)} label rows")
         if nodes is not None and len(nodes) != len(x):
@@ -275,12 +278,7 @@ class ReportLabeler:
     def predict_proba_embeddings(self, x: np.ndarray) -> np.ndarray:
         """Probabilities for precomputed embeddings ``x`` (no fingerprint check)."""
         self._check_fitted()
-        if x.ndim != (3 if self.granularity_ == "sentence" else 2):
-            raise ReportfedError(
-                f"a {self.granularity_}-level model needs "
-                f"{'(n, S, dim) sentence bags' if self.granularity_ == 'sentence' else '(n, dim)'}"
-                f" embeddings, got shape {x.shape}"
-            )
+        _check_embeddings(x, self.granularity_)
         return predict_state(self.state_, x, self.config)
 
     def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
@@ -397,6 +395,16 @@ class ReportLabeler:
             provenance=meta["provenance"],
         )
         return labeler
+
+
+def _check_embeddings(x: np.ndarray, granularity: Granularity) -> None:
+    """Refuse embeddings of the other granularity (as :meth:`ReportLabeler.embed` makes them)."""
+    if x.ndim != (3 if granularity == "sentence" else 2):
+        wanted = "(n, S, dim) sentence bags" if granularity == "sentence" else "(n, dim) vectors"
+        raise ReportfedError(
+            f"a {granularity}-level labeler takes {wanted}, got embeddings of shape {x.shape}: "
+            "embed with labeler.embed(), or set granularity"
+        )
 
 
 def _checksum(tensors: dict[str, np.ndarray]) -> str:

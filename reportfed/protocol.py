@@ -98,14 +98,17 @@ def simulate(
     """Run one repeat of ``protocol`` with ``seed`` on embeddings ``x`` and full labels ``y``.
 
     ``labeler`` (default: a new one) is trained with the protocol's federation config and seed;
-    ``fingerprint`` names the embedder of ``x`` (``None``: the labeler's own embedder).
+    ``fingerprint`` names the embedder of ``x`` (``None``: the labeler's own embedder); ``x`` is
+    ``(n, dim)`` (reports) or ``(n, S, dim)`` (sentence bags).
     """
     rng = np.random.default_rng(seed)
     train, test, site, spaces = partition(y, labels, protocol, rng)
     config = replace(protocol.federation, seed=seed)
     if protocol.n_nodes == 1:
         config = replace(config, rounds=1, local_epochs=config.rounds * config.local_epochs)
-    labeler = labeler or ReportLabeler(progress=progress)
+    labeler = labeler or ReportLabeler(
+        granularity="sentence" if x.ndim == 3 else "report", progress=progress
+    )
     labeler.config, labeler.val_fraction = config, protocol.val_fraction
     labeler.fit_embeddings(
         x[train],

@@ -12,6 +12,7 @@ import tomllib
 
 from reportfed.aggregation import GlobalState
 from reportfed.data.iu import load_iu
+from reportfed.embed.granularity import Granularity
 from reportfed.federation.engine import FederationConfig, run_federation
 from reportfed.federation.flower.launch import APP_DIR
 from reportfed.federation.flower.site import load_site
@@ -54,10 +55,18 @@ def run_config(**overrides: Any) -> dict[str, Any]:
 
 
 def engine_state(
-    tables: dict[str, Path], cache: Path, names: str, rounds: int, **overrides: Any
+    tables: dict[str, Path],
+    cache: Path,
+    names: str,
+    rounds: int,
+    granularity: Granularity = "sentence",
+    **overrides: Any,
 ) -> GlobalState:
     """The in-process engine's global state for the nodes ``names`` after ``rounds`` rounds."""
-    nodes = [load_site(tables[n], name=n, cache_dir=cache).node for n in sorted(names)]
+    nodes = [
+        load_site(tables[n], name=n, cache_dir=cache, granularity=granularity).node
+        for n in sorted(names)
+    ]
     config = FederationConfig(**{**CONFIG.__dict__, "rounds": rounds, **overrides})
     return run_federation(nodes, config, progress=False).state
 

@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 import torch
 
 from reportfed.federation.engine import FederationConfig, Node, global_model, run_federation
@@ -87,3 +88,23 @@ def test_protocol_central_and_federated_on_synthetic_data() -> None:
     assert (
         simulate(x, y, space, Protocol(n_nodes=3, federation=config), seed=1).metrics == fed.metrics
     )
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("rounds", 0),
+        ("rounds", -3),
+        ("batch_size", 0),
+        ("lr", float("nan")),
+        ("lr", 0.0),
+        ("dropout", 1.0),
+        ("on_invalid", "skip"),
+        ("server_momentum", 1.0),
+    ],
+)
+def test_config_refuses_values_no_run_can_use(field: str, value: object) -> None:
+    from reportfed.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=field):
+        FederationConfig(**{field: value})  # type: ignore[arg-type]

@@ -39,7 +39,9 @@ def test_a_new_site_imports_labels_from_the_global_model(
     table, x = iu_embedded
     space = LabelSpace.of(["Cardiomegaly", "Pleural Effusion", "Atelectasis"])
     y = table.select_labels(space).labels
-    labeler = ReportLabeler(config=FederationConfig(rounds=2, hidden=(32,)), progress=False)
+    labeler = ReportLabeler(
+        granularity="report", config=FederationConfig(rounds=2, hidden=(32,)), progress=False
+    )
     labeler.fit_embeddings(x[:600], y[:600], space, fingerprint=minilm.fingerprint)
     labeler.save(tmp_path / "global.safetensors")
 

@@ -34,16 +34,17 @@ def test_three_hospitals_over_tls_equal_the_in_process_engine_and_resume(
 ) -> None:
     certs = generate_certificates(tmp_path / "certs")
     out = tmp_path / "server"
+    run = {**RUN, "granularity": "report", "out": str(out)}  # the killed-node test: sentences
     with LoopbackFederation(tmp_path, certificates=certs) as cluster:
         for name in "abc":
             cluster.add_node(name, tables[name], **{"cache-dir": str(embeddings_cache)})
-        cluster.run({**RUN, "rounds": 2, "out": str(out)})
+        cluster.run({**run, "rounds": 2})
         assert json.loads((out / HISTORY_FILE).read_text())[-1]["round"] == 2
-        cluster.run({**RUN, "rounds": 3, "out": str(out)})  # a new server run resumes at round 3
+        cluster.run({**run, "rounds": 3})  # a new server run resumes at round 3
     model = ReportLabeler.load(out / MODEL_FILE, progress=False)
-    assert list(model.classes_) == UNION
+    assert list(model.classes_) == UNION and model.granularity_ == "report"
     assert model.provenance_["federation"]["round"] == 3
-    assert_same(model.state_, engine_state(tables, embeddings_cache, "abc", 3))
+    assert_same(model.state_, engine_state(tables, embeddings_cache, "abc", 3, "report"))
     history = json.loads((out / HISTORY_FILE).read_text())
     assert [e["round"] for e in history] == [1, 2, 3]
     assert history[-1]["evaluation"]["macro-auroc"] > 0.5

@@ -166,7 +166,9 @@ def test_combine_report_and_image_models_and_label_images_from_reports(
     _, test, config, result = federation
     table, x = iu_embedded
     report_labels = LabelSpace.of(["Cardiomegaly", "Edema"])  # Edema: only the report model
-    reports = ReportLabeler(config=FederationConfig(rounds=3, hidden=(32,)), progress=False)
+    reports = ReportLabeler(
+        granularity="report", config=FederationConfig(rounds=3, hidden=(32,)), progress=False
+    )
     reports.fit_embeddings(
         x[:800], table.select_labels(report_labels).labels[:800], report_labels,
         fingerprint=minilm.fingerprint,

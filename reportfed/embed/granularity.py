@@ -28,7 +28,7 @@ def check_granularity(granularity: str) -> Granularity:
     """``granularity`` if it is one of :data:`GRANULARITIES`, else a ``ValueError``."""
     if granularity not in GRANULARITIES:
         raise ValueError(f"granularity must be one of {GRANULARITIES}, got {granularity!r}")
-    return granularity  # type: ignore[return-value]
+    return granularity
 
 
 def pad_units(vectors: np.ndarray, counts: Sequence[int]) -> np.ndarray:

@@ -5,6 +5,7 @@ labeler and as the reference the Flower apps must match.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +23,7 @@ from reportfed.aggregation import (
     aggregate,
     node_arrays,
 )
+from reportfed.errors import ConfigError
 from reportfed.labels import LabelSpace
 from reportfed.model import ReportMLP, load_arrays, to_arrays
 from reportfed.train import positive_weights, predict_proba, train_local
@@ -79,6 +81,33 @@ class FederationConfig:
     skip: bool = False
     server_momentum: float = 0.0
     prox: float = 0.0
+
+    def __post_init__(self) -> None:
+        """Refuse values no run can use (a ``ConfigError`` naming the field and its range)."""
+        checks = {
+            "rounds": (self.rounds >= 1, "an integer >= 1"),
+            "local_epochs": (self.local_epochs >= 1, "an integer >= 1"),
+            "batch_size": (self.batch_size >= 1, "an integer >= 1"),
+            "lr": (math.isfinite(self.lr) and self.lr > 0, "a finite number > 0"),
+            "hidden": (all(h >= 1 for h in self.hidden), "layer widths >= 1"),
+            "dropout": (0 <= self.dropout < 1, "in [0, 1)"),
+            "weighting": (self.weighting in ("uniform", "samples"), "'uniform' or 'samples'"),
+            "on_invalid": (self.on_invalid in ("raise", "drop"), "'raise' or 'drop'"),
+            "distill": (math.isfinite(self.distill) and self.distill >= 0, "a finite number >= 0"),
+            "weight_decay": (
+                math.isfinite(self.weight_decay) and self.weight_decay >= 0,
+                "a finite number >= 0",
+            ),
+            "server_momentum": (0 <= self.server_momentum < 1, "in [0, 1)"),
+            "prox": (math.isfinite(self.prox) and self.prox >= 0, "a finite number >= 0"),
+            "node_lr": (
+                all(math.isfinite(v) and v > 0 for v in self.node_lr.values()),
+                "finite learning rates > 0",
+            ),
+        }
+        for name, (ok, expected) in checks.items():
+            if not ok:
+                raise ConfigError(f"{name} must be {expected}, got {getattr(self, name)!r}")
 
 
 @dataclass
