@@ -15,6 +15,14 @@ What the server does is the ``mode`` (the baselines of :mod:`reportfed.federatio
   every step with the sum of its nodes' gradients; input layer and head stay on the node;
 * ``none``: every node trains alone.
 
+Sentence bags (nodes whose ``x`` is ``(n, S, dim)``, see :mod:`reportfed.embed.granularity`)
+train the same way, batched over the sentence axis: every sentence row goes through the stacked
+MLPs and each label takes the largest logit over a report's sentences, as
+:func:`reportfed.model.pool_sentences` does. Their dropout masks are drawn per step from a
+seeded generator instead of replaying the loop's draws (those are one mask per real sentence in
+the loop's batch order), so sentence runs equal the loop's exactly only without dropout (tested),
+and statistically with it.
+
 ``FederationConfig.distill`` works as in the loop: each node's head then holds every label of its
 federation, soft targets come from the node's weights at the start of the round, and only the
 node's own rows go to the server. ``balance``, ``skip`` and ``weight_decay`` also work as in the
@@ -122,6 +130,32 @@ class _Stack:
         return out if self.skip is None else out + x @ self.skip[m]
 
 
+def _pad_bags(x: np.ndarray, width: int) -> np.ndarray:
+    """Sentence bags ``(n, S, dim)`` zero-padded to ``width`` sentences; reports as they are."""
+    if x.ndim == 2:
+        return x
+    return np.pad(x, ((0, 0), (0, width - x.shape[1]), (0, 0)))
+
+
+def _flatten_bags(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Sentence bags ``(..., B, S, dim)`` as sentence rows ``(..., B * S', dim)`` and their mask
+    ``(..., B, S')``, ``S'`` the longest bag among them."""
+    mask = (x != 0).any(-1)
+    width = int(mask.any(dim=tuple(range(mask.dim() - 1))).nonzero().max()) + 1 if mask.any() else 1
+    x, mask = x[..., :width, :], mask[..., :width]
+    return x.reshape(*x.shape[:-3], -1, x.shape[-1]), mask
+
+
+def _pool(logits: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    """Per bag and label, the largest logit over its sentences (0 for a bag without any, the
+    padding row); report logits as they are."""
+    if mask is None:
+        return logits
+    bags = logits.reshape(*mask.shape, logits.shape[-1])
+    pooled = bags.masked_fill(~mask.unsqueeze(-1), float("-inf")).amax(dim=-2)
+    return torch.where(mask.any(-1, keepdim=True), pooled, torch.zeros_like(pooled))
+
+
 def _layer_keys(hidden: Sequence[int]) -> list[tuple[str, str]]:
     """Array keys of :class:`~reportfed.model.ReportMLP`'s linear layers (Linear, ReLU, Dropout
     per hidden layer, then the head)."""
@@ -157,9 +191,12 @@ def run_federations(
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     _check_configs(configs)
-    dims = {n.x.shape[1] for nodes in federations for n in nodes}
-    if len(dims) != 1 or any(not nodes for nodes in federations):
-        raise ValueError(f"every federation needs nodes of one embedding dimension, got {dims}")
+    dims = {n.x.shape[1:] for nodes in federations for n in nodes}
+    ndims = {n.x.ndim for nodes in federations for n in nodes}
+    if len({d[-1] for d in dims}) != 1 or len(ndims) != 1 or any(not n for n in federations):
+        raise ValueError(
+            f"every federation needs nodes of one embedding dimension and granularity, got {dims}"
+        )
     results: list[LockstepResult] = []
     start = 0
     while start < len(federations):
@@ -183,7 +220,11 @@ class _Lockstep:
         self.members = [
             (f, i, n) for f, nodes in enumerate(federations) for i, n in enumerate(nodes)
         ]
-        dim = federations[0][0].x.shape[1]
+        dim = federations[0][0].x.shape[-1]
+        #: the longest sentence bag of any node (sentence mode), else 0
+        self.bag = max(n.x.shape[1] for nodes in federations for n in nodes) * (
+            federations[0][0].x.ndim == 3
+        )
         self.states = [
             initial_state(dim, LabelSpace.union(n.labels for n in nodes), c)
             for nodes, c in zip(federations, configs, strict=True)
@@ -206,12 +247,11 @@ class _Lockstep:
         )
         for k in range(m):
             self.stack.load(k, self._view(k))
-        # every node's rows in one table; the last row is the padding row (no annotated label)
-        self.x = torch.from_numpy(
-            np.concatenate([*(n.x for _, _, n in self.members), np.zeros((1, dim))]).astype(
-                np.float32
-            )
-        )
+        # every node's rows in one table (bags padded to the longest); the last row is the
+        # padding row (no annotated label)
+        shape = (self.bag, dim) if self.bag else (dim,)
+        rows = [_pad_bags(n.x, self.bag) for _, _, n in self.members]
+        self.x = torch.from_numpy(np.concatenate([*rows, np.zeros((1, *shape))]).astype(np.float32))
         y = np.full((len(self.x), width), np.nan, dtype=np.float32)
         self.offsets = np.cumsum([0] + [len(n.x) for _, _, n in self.members])
         for k, (_, _, n) in enumerate(self.members):
@@ -254,10 +294,11 @@ class _Lockstep:
         with torch.no_grad():
             for k, (_, _, node) in enumerate(self.members):
                 lo, hi = int(self.offsets[k]), int(self.offsets[k + 1])
-                x = h = self.x[lo:hi]
+                x, mask = self._rows(self.x[lo:hi])
+                h = x
                 for w, b in zip(self.stack.weights[:-1], self.stack.biases[:-1], strict=True):
                     h = torch.relu(h @ w[k] + b[k])
-                h = self.stack.logits(k, h, x)
+                h = _pool(self.stack.logits(k, h, x), mask)
                 others = [j for j, name in enumerate(self.heads[k]) if name not in node.labels]
                 soft[lo:hi, others] = torch.sigmoid(h[:, others])
         return soft
@@ -271,7 +312,8 @@ class _Lockstep:
         batches = [-(-len(n.x) // c.batch_size) * c.local_epochs for _, _, n in self.members]
         shape = (max(batches), len(self.members), c.batch_size)
         rows = torch.full(shape, len(self.x) - 1, dtype=torch.long)
-        keep = [torch.zeros(*shape, h) for h in c.hidden]
+        # the loop's dropout draws are replayed for report rows; sentence bags draw per step
+        keep = [torch.zeros(*shape, h) for h in c.hidden] if not self.bag else []
         for k, (f, i, node) in enumerate(self.members):
             seed = self.configs[f].seed * 100_003 + round_ * 1_009 + i
             order_gen, mask_gen = torch.Generator(), torch.Generator()
@@ -291,6 +333,7 @@ class _Lockstep:
 
     def _train_round(self, round_: int) -> list[float]:
         rows, keep, steps_t = self._schedule(round_)
+        bag_dropout = torch.Generator().manual_seed(self.configs[0].seed * 100_003 + round_)
         soft = self._soft_targets()
         params = self.stack.params()
         for p in params:
@@ -303,14 +346,14 @@ class _Lockstep:
         for s in range(rows.shape[0]):
             active = steps_t > s
             batch = rows[s]
-            x, y = self.x[batch], self.y[batch]
+            (x, mask), y = self._rows(self.x[batch]), self.y[batch]
             h = x
             for layer in range(len(self.config.hidden)):
                 w, b = self.stack.weights[layer], self.stack.biases[layer]
                 h = torch.relu(torch.baddbmm(b.unsqueeze(1), h, w))
                 if self.config.dropout > 0:
-                    h = h * keep[layer][s]
-            logits = self.stack.logits(slice(None), h, x)
+                    h = h * (keep[layer][s] if keep else self._bag_dropout(h, bag_dropout))
+            logits = _pool(self.stack.logits(slice(None), h, x), mask)
             annotated = ~torch.isnan(y)
             bce = functional.binary_cross_entropy_with_logits(
                 logits, torch.nan_to_num(y), pos_weight=self.pos_weight, reduction="none"
@@ -341,6 +384,16 @@ class _Lockstep:
         for p in params:
             p.requires_grad_(False)
         return (loss_sum / steps_t.clamp(min=1)).tolist()
+
+    def _rows(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """What the MLPs score: report rows as they are, or the sentence rows of bags and their
+        mask (:func:`_flatten_bags`)."""
+        return _flatten_bags(x) if self.bag else (x, None)
+
+    def _bag_dropout(self, h: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+        """A fresh dropout multiplier for hidden activations ``h`` of sentence rows."""
+        p = self.config.dropout
+        return torch.empty_like(h).bernoulli_(1 - p, generator=generator).div_(1 - p)
 
     def _tie(self, g: torch.Tensor) -> torch.Tensor:
         """Sum ``g`` over the nodes of each federation and give every node the sum."""
