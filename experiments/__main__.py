@@ -17,7 +17,9 @@ each site's training rows held out for leak-free thresholds, MLP 512-256, Adam 1
 * ``beyond``: K=10 and K=2 with engine options beyond the paper (more local epochs, knowledge
   transfer for labels a site lacks, positive-class weighting, a linear skip term in the head,
   server momentum, FedProx)
-  against the paper's method, central and site-alone models.
+  against the paper's method, central and site-alone models;
+* ``sentence``: K=2 and K=10, the paper's method and central on whole-report embeddings vs the
+  same on sentence-level embeddings (each sentence scored, max over a report's sentences).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from functools import cache
 import numpy as np
 import pandas as pd
 
+from experiments import EXPERIMENTS
 from experiments.runner import (
     REFERENCE,
     RESULTS,
@@ -51,7 +54,6 @@ from reportfed.io import atomic_write
 from reportfed.labels import CHEXPERT_13, LabelSpace, canonical
 from reportfed.protocol import Protocol, scenario
 
-EXPERIMENTS = ("paper", "nodes", "shared", "noniid", "embeddings", "vocab", "psi", "size", "beyond")
 #: Beyond the paper: engine options on top of surgical aggregation (same splits, paired tests).
 VARIANTS = {
     m.name: m
@@ -128,10 +130,13 @@ NOTES = (
 )
 
 
-def _iid(embedder: str = "minilm", **protocol: object) -> Callable[[int], Scenario]:
+def _iid(
+    embedder: str = "minilm", *, sentences: bool = False, **protocol: object
+) -> Callable[[int], Scenario]:
     def build(seed: int) -> Scenario:
         x, y, labels, _, _ = iu_data(embedder)
-        return scenario(x, y, labels, Protocol(**protocol), seed)  # type: ignore[arg-type]
+        bags = iu_data(embedder, granularity="sentence")[0] if sentences else None
+        return scenario(x, y, labels, Protocol(**protocol), seed, sentences=bags)  # type: ignore[arg-type]
 
     return build
 
@@ -380,6 +385,12 @@ def settings_for(name: str, embedders: Sequence[str]) -> tuple[list[Setting], st
                 Setting(f"K={k}", k, _iid(n_nodes=k), (REFERENCE, *VARIANTS, "central", "local"))
                 for k in (10, 2)  # the headline setting first
             ],
+            "",
+        )
+    if name == "sentence":
+        arms = (REFERENCE, "sentence", "central", "central-sentence")
+        return (
+            [Setting(f"K={k}", k, _iid(n_nodes=k, sentences=True), arms) for k in (2, 10)],
             "",
         )
     raise SystemExit(f"unknown experiment {name!r}: choose one of {', '.join(EXPERIMENTS)}")

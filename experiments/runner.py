@@ -22,7 +22,8 @@ from scipy import stats
 from tqdm.auto import tqdm
 
 from reportfed.data.iu import load_iu
-from reportfed.embed import embed_texts, make_embedder
+from reportfed.embed import make_embedder
+from reportfed.embed.granularity import Granularity, embed_reports
 from reportfed.federation.baselines import METHODS, Method, Scenario, run_method
 from reportfed.federation.engine import FederationConfig
 from reportfed.io import atomic_write
@@ -55,13 +56,14 @@ class Setting:
 
 @cache
 def iu_data(
-    embedder: str = "minilm", section: str = "text"
+    embedder: str = "minilm", section: str = "text", granularity: Granularity = "report"
 ) -> tuple[np.ndarray, np.ndarray, LabelSpace, str, list[str]]:
-    """IU reports with all 13 findings annotated: embeddings, labels, label space, embedder
-    fingerprint and report ids. ``section`` embeds ``findings`` or ``impression`` only."""
+    """IU reports with all 13 findings annotated: embeddings (``granularity``: one per report, or
+    sentence bags), labels, label space, embedder fingerprint and report ids. ``section`` embeds
+    ``findings`` or ``impression`` only."""
     table = load_iu(section=section).select_labels(list(CHEXPERT_13)).fully_annotated()
     emb = make_embedder(embedder)
-    x = embed_texts(table.texts, emb, cache_dir=embeddings_cache_dir())
+    x = embed_reports(table.texts, emb, granularity=granularity, cache_dir=embeddings_cache_dir())
     return x, table.labels, table.label_space, emb.fingerprint, list(table.ids)
 
 

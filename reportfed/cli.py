@@ -337,8 +337,10 @@ def build_parser() -> argparse.ArgumentParser:
     _embedder_args(p, choose=False)
     p.set_defaults(func=cmd_label)
 
+    from experiments import EXPERIMENTS
+
     p = sub.add_parser("experiment", help="run a paper experiment (= python -m experiments)")
-    p.add_argument("name", help="paper | nodes | shared | noniid | embeddings | vocab")
+    p.add_argument("name", choices=EXPERIMENTS, help="the experiment (see the README)")
     p.add_argument(
         "args", nargs=argparse.REMAINDER, help="[--repeats N] [--quick] [--embedder SPEC]"
     )

@@ -125,10 +125,17 @@ def simulate(
 
 
 def scenario(
-    x: np.ndarray, y: np.ndarray, labels: LabelSpace, protocol: Protocol, seed: int
+    x: np.ndarray,
+    y: np.ndarray,
+    labels: LabelSpace,
+    protocol: Protocol,
+    seed: int,
+    *,
+    sentences: np.ndarray | None = None,
 ) -> Scenario:
     """One repeat of ``protocol`` as sites and test rows, split exactly as :func:`simulate` splits
-    it (same partition, same validation rows), for :func:`~reportfed.federation.baselines.run_method`."""
+    it (same partition, same validation rows), for :func:`~reportfed.federation.baselines.run_method`;
+    ``sentences``: the same rows as sentence bags, for sentence-level methods."""
     train, test, site, spaces = partition(y, labels, protocol, np.random.default_rng(seed))
     splits = holdout(
         np.array([f"node{k}" for k in site]), protocol.val_fraction, np.random.default_rng(seed)
@@ -137,4 +144,4 @@ def scenario(
         Site(name, train[fit], train[val], spaces[int(name[4:])])
         for name, (val, fit) in splits.items()
     ]
-    return Scenario(x=x, y=y, labels=labels, sites=sites, test=test, seed=seed)
+    return Scenario(x=x, y=y, labels=labels, sites=sites, test=test, seed=seed, sentences=sentences)

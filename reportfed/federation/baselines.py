@@ -20,6 +20,7 @@ from typing import Any, Literal
 import numpy as np
 
 from reportfed.aggregation import GlobalState
+from reportfed.embed.granularity import Granularity
 from reportfed.federation.engine import FederationConfig, Node, predict_state
 from reportfed.federation.lockstep import Mode, run_federations
 from reportfed.labels import LabelSpace
@@ -43,7 +44,8 @@ class Site:
 @dataclass(frozen=True)
 class Scenario:
     """One repeat: embeddings ``x`` and full labels ``y`` of every row over ``labels``, the sites,
-    the test rows, and the seed that made them."""
+    the test rows, and the seed that made them; ``sentences``, where given, holds the same rows
+    as sentence bags ``(n, S, dim)`` for methods of sentence granularity."""
 
     x: np.ndarray
     y: np.ndarray
@@ -51,6 +53,15 @@ class Scenario:
     sites: list[Site]
     test: np.ndarray
     seed: int
+    sentences: np.ndarray | None = None
+
+    def at(self, granularity: Granularity) -> Scenario:
+        """This repeat with the embeddings of ``granularity`` as ``x``."""
+        if granularity == "report":
+            return self
+        if self.sentences is None or any(s.x is not None for s in self.sites):
+            raise ValueError("this scenario has no sentence bags for its rows")
+        return replace(self, x=self.sentences)
 
     def site_x(self, site: Site) -> np.ndarray:
         return self.x if site.x is None else site.x
@@ -77,6 +88,7 @@ class Method:
     ``pooled``: all sites' rows on one node (central). ``continuous``: one optimiser run of
     ``rounds x local_epochs`` epochs instead of rounds (methods without a server round).
     ``options``: :class:`FederationConfig` fields this method sets (e.g. ``{"distill": 1.0}``).
+    ``granularity``: whole-report embeddings (the papers') or sentence bags.
     """
 
     name: str
@@ -87,6 +99,7 @@ class Method:
     pooled: bool = False
     continuous: bool = False
     options: Mapping[str, Any] = field(default_factory=dict)
+    granularity: Granularity = "report"
 
     @property
     def per_site(self) -> bool:
@@ -98,6 +111,22 @@ METHODS: dict[str, Method] = {
     m.name: m
     for m in (
         Method("surgical", "surgical aggregation", "surgical"),
+        Method(
+            "sentence",
+            "surgical aggregation, sentence-level (each sentence scored, max over sentences)",
+            "surgical",
+            granularity="sentence",
+        ),
+        Method(
+            "central-sentence",
+            "central, every row fully labelled, sentence-level",
+            "none",
+            heads="union",
+            missing="observed",
+            pooled=True,
+            continuous=True,
+            granularity="sentence",
+        ),
         Method(
             "central",
             "central, every row fully labelled (the papers' baseline)",
@@ -232,6 +261,7 @@ def run_method(
 ) -> list[Outcome]:
     """Train ``method`` on every scenario (seeded by the scenario's seed) and evaluate it
     (``config``: the paper's hyperparameters by default)."""
+    scenarios = [s.at(method.granularity) for s in scenarios]
     config = replace(config or FederationConfig(), **method.options)
     base = config
     if method.continuous:
