@@ -127,6 +127,11 @@ def cmd_train(args: argparse.Namespace) -> None:
                     if t.blank_columns
                     else ""
                 )
+                + (
+                    f"; not label names, ignored: {list(t.ignored_columns)}"
+                    if t.ignored_columns
+                    else ""
+                )
             )
         labeler.fit_tables(tables)
         summary = {"nodes": labeler.provenance_["nodes"]}

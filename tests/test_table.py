@@ -146,3 +146,30 @@ def test_missing_report_cells_are_skipped_and_ids_kept(tmp_path) -> None:
     table = read_reports(tmp_path / "r.parquet")
     assert table.texts == ["Cardiomegaly."] and table.skipped_empty == 2
     assert table.id_column is None
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"id,Reports\nr1,Heart normal.,extra,fields\nr2,Effusion.\n", "row 2 has 4 fields"),
+        (b"Reports,Cardiomegaly,Cardiomegaly\nx,1,0\n", "'Cardiomegaly' appears more than once"),
+    ],
+)
+def test_ragged_rows_and_duplicate_columns_are_refused(
+    tmp_path, content: bytes, message: str
+) -> None:
+    with pytest.raises(InputFileError, match=message):
+        read_reports(write(tmp_path, "r.csv", content))
+
+
+def test_other_delimiters_gzip_and_header_case(tmp_path) -> None:
+    semi = read_reports(
+        write(tmp_path, "s.csv", "id;Reports;Edema\nr1;Small effusion, no edema.;0\n")
+    )
+    assert semi.texts == ["Small effusion, no edema."] and list(semi.label_space) == ["Edema"]
+    tab = read_reports(write(tmp_path, "t.csv", "REPORT\tEdema\tCardiomegally\nEdema.\t1\t1\n"))
+    assert tab.texts == ["Edema."] and tab.ignored_columns == ("Cardiomegally",)
+    header = read_reports(write(tmp_path, "h.csv", "Report\nNo effusion.\nCardiomegaly.\n"))
+    assert header.texts == ["No effusion.", "Cardiomegaly."]  # the header is not a report
+    (tmp_path / "g.csv.gz").write_bytes(gzip.compress(b"Reports,Edema\nNo edema.,0\n"))
+    assert read_reports(tmp_path / "g.csv.gz").texts == ["No edema."]

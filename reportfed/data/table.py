@@ -12,10 +12,12 @@ Label columns may use any vocabulary spelling; they are canonicalised.
 
 from __future__ import annotations
 
+import csv
+import gzip
 import io
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -47,6 +49,7 @@ class ReportTable:
     skipped_empty: int = 0
     id_column: str | None = None
     blank_columns: tuple[str, ...] = ()
+    ignored_columns: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.labels.shape != (len(self.texts), len(self.label_space)):
@@ -90,35 +93,71 @@ def _decode(path: Path, raw: bytes) -> str:
         ) from None
 
 
-def _read_frame(path: Path, header: bool) -> pd.DataFrame:
+def _read_frame(path: Path, text_column: str | None) -> tuple[pd.DataFrame, int]:
+    """The table (string cells) and the file row of its first data row: 2 below a header, 1 in a
+    headerless one-report-per-row CSV (the CheXpert labeler's input). CSV may be gzipped and
+    separated by commas, or by tabs, semicolons or bars when its header says so."""
     if path.suffix.lower() in (".parquet", ".pq"):
         try:
-            return pd.read_parquet(path)
+            frame = pd.read_parquet(path)
         except Exception as exc:  # pyarrow raises several types for bad files
             raise InputFileError(f"{path}: cannot read as Parquet: {exc}") from None
+        _no_duplicates(path, [str(c) for c in frame.columns])
+        return frame, 2
     raw = path.read_bytes()
+    if raw[:2] == b"\x1f\x8b":
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError) as exc:
+            raise InputFileError(f"{path}: a broken gzip file ({exc})") from None
     text = _decode(path, raw)
     if not text.strip():
         raise InputFileError(f"{path}: the file is empty")
+    delimiter = _delimiter(text.split("\n", 1)[0])
     try:
-        return pd.read_csv(
-            io.StringIO(text),
-            header=0 if header else None,
-            dtype=str,
-            keep_default_na=False,
-            skip_blank_lines=False,
-        )
-    except pd.errors.ParserError as exc:
+        rows = list(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True))
+    except csv.Error as exc:
         raise InputFileError(f"{path}: malformed CSV: {exc}") from None
+    header = rows[0]
+    headerless = text_column is None and _find_text_column(header, None) is None
+    if headerless and all(len(r) <= 1 for r in rows):  # no recognisable header, one field a row
+        return pd.DataFrame({0: [r[0] if r else "" for r in rows]}, dtype=object), 1
+    for i, row in enumerate(rows[1:]):
+        if row and len(row) != len(header):
+            raise InputFileError(
+                f"{path}: row {i + 2} has {len(row)} fields but the header has {len(header)} "
+                f"(a field with a {delimiter!r} in it must be quoted)"
+            )
+    _no_duplicates(path, header)
+    data = [r or [""] * len(header) for r in rows[1:]]
+    return pd.DataFrame(data, columns=header, dtype=object), 2
 
 
-def _find_text_column(frame: pd.DataFrame, text_column: str | None) -> str | None:
+def _delimiter(first_line: str) -> str:
+    """``,``, or the tab / semicolon / bar that separates a header naming a text column."""
+    if "," not in first_line:
+        for d in ("\t", ";", "|"):
+            if d in first_line and _find_text_column(first_line.split(d), None) is not None:
+                return d
+    return ","
+
+
+def _no_duplicates(path: Path, columns: list[str]) -> None:
+    seen = [c for i, c in enumerate(columns) if c in columns[:i]]
+    if seen:
+        raise InputFileError(f"{path}: column {seen[0]!r} appears more than once")
+
+
+def _find_text_column(columns: list[Any], text_column: str | None) -> Any:
+    """The text column among ``columns``: ``text_column``, else the first of
+    :data:`TEXT_COLUMNS` present (exact, then ignoring case); ``None`` if there is none."""
     if text_column is not None:
-        return text_column if text_column in frame.columns else None
+        return text_column if text_column in columns else None
     for name in TEXT_COLUMNS:
-        if name in frame.columns:
+        if name in columns:
             return name
-    return None
+    folded = {str(c).strip().casefold(): c for c in columns}
+    return next((folded[n.casefold()] for n in TEXT_COLUMNS if n.casefold() in folded), None)
 
 
 def _cell(value: object) -> str:
@@ -193,7 +232,8 @@ def read_reports(
 
     Empty report cells (and cells such as ``NaN``, ``NA``, ``null`` that stand for a missing
     value) are skipped; their count is in ``ReportTable.skipped_empty``. An ``id`` column is kept
-    in ``ReportTable.ids``.
+    in ``ReportTable.ids``; columns that are neither text, id nor labels are named in
+    ``ReportTable.ignored_columns``.
     """
     path = Path(path)
     if not path.is_file():
@@ -202,17 +242,8 @@ def read_reports(
         raise ValueError(f"uncertain must be one of {sorted(_UNCERTAIN_VALUE)}, got {uncertain!r}")
     if blank not in _BLANK_VALUE:
         raise ValueError(f"blank must be one of {sorted(_BLANK_VALUE)}, got {blank!r}")
-    frame = _read_frame(path, header=True)
-    column = _find_text_column(frame, text_column)
-    first_row = 2  # 1-based file line of the first data row, with a header line
-    if (
-        column is None
-        and text_column is None
-        and frame.shape[1] == 1
-        and path.suffix.lower() == ".csv"
-    ):
-        frame = _read_frame(path, header=False)
-        column, first_row = frame.columns[0], 1
+    frame, first_row = _read_frame(path, text_column)
+    column = _find_text_column(list(frame.columns), text_column) if first_row == 2 else 0
     if column is None:
         wanted = repr(text_column) if text_column else f"one of {list(TEXT_COLUMNS)}"
         raise InputFileError(f"{path}: no text column {wanted}; columns are {list(frame.columns)}")
@@ -276,6 +307,9 @@ def read_reports(
         source=str(path),
         skipped_empty=int((~keep).sum()),
         id_column="id" if "id" in frame.columns else None,
+        ignored_columns=tuple(
+            str(c) for c in frame.columns if c not in (column, "id", *label_columns)
+        ),
         blank_columns=tuple(space[label_columns.index(c)] for c in blank_columns),
     )
 
