@@ -18,7 +18,7 @@ import pandas as pd
 
 from reportfed.errors import ReportfedError
 from reportfed.federation.options import add_options, options
-from reportfed.io import atomic_write
+from reportfed.io import atomic_write, check_writable
 from reportfed.labels import CHEXPERT_13, CHEXPERT_14
 
 
@@ -101,6 +101,7 @@ def cmd_train(args: argparse.Namespace) -> None:
 
     if bool(args.node) == bool(args.iu):
         raise ReportfedError("give either --node FILE (one per site, repeatable) or --iu")
+    _check_outputs([("--out", Path(args.out)), ("--metrics", Path(args.metrics))])
     config = _config(args)
     labeler = ReportLabeler(
         args.embedder,
@@ -188,7 +189,8 @@ def cmd_label(args: argparse.Namespace) -> None:
     from reportfed.labeler import ReportLabeler
 
     out, probabilities = Path(args.out), args.probabilities and Path(args.probabilities)
-    _distinct_outputs(Path(args.reports), out, probabilities)
+    paths = [("--out", out)] + ([("--probabilities", probabilities)] if probabilities else [])
+    _check_outputs(paths, inputs=[("--reports", Path(args.reports))])
     table = read_reports(args.reports, text_column=args.text_column)
     if table.skipped_empty:
         _say(f"skipped {table.skipped_empty} empty or missing reports")
@@ -219,13 +221,15 @@ def cmd_label(args: argparse.Namespace) -> None:
     )
 
 
-def _distinct_outputs(reports: Path, out: Path, probabilities: Path | None) -> None:
-    """Refuse outputs that would overwrite the input or each other."""
-    paths = [("--reports", reports), ("--out", out)]
-    if probabilities:
-        paths.append(("--probabilities", probabilities))
-    for i, (flag, path) in enumerate(paths):
-        for other, other_path in paths[:i]:
+def _check_outputs(
+    outputs: list[tuple[str, Path]], inputs: Sequence[tuple[str, Path]] = ()
+) -> None:
+    """Before any work: every output writable, none of them an input or another output."""
+    for _, path in outputs:
+        check_writable(path)
+    named = [*inputs, *outputs]
+    for i, (flag, path) in enumerate(named):
+        for other, other_path in named[:i]:
             if path.resolve() == other_path.resolve():
                 raise ReportfedError(f"{flag} and {other} are the same file: {path}")
 

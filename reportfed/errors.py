@@ -15,6 +15,10 @@ class InputFileError(ReportfedError):
     """A reports or labels file that cannot be used (names the file, row and column)."""
 
 
+class OutputFileError(ReportfedError):
+    """An output path that cannot be written (a directory, no permission, a full disk)."""
+
+
 class ArchiveError(ReportfedError):
     """The IU archive cannot be found, fetched or verified."""
 

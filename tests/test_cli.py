@@ -215,3 +215,39 @@ def test_truncated_model_and_unusable_node_tables_fail_cleanly(tmp_path, capsys)
     assert main(["train", "--node", str(tmp_path / "n.csv"), "--out", str(model)]) == 2
     assert "no label column matches a CheXpert or NIH-14 label" in capsys.readouterr().err
     assert not model.exists()
+
+
+def test_outputs_that_would_clobber_inputs_or_a_directory_are_refused(tmp_path, capsys) -> None:
+    reports = tmp_path / "in.csv"
+    reports.write_text("id,Reports\nr1,No effusion.\n")
+    (tmp_path / "dir").mkdir()
+    cases = [
+        (["label", "--reports", str(reports), "--out", str(reports)], "same file"),
+        (["label", "--reports", str(reports), "--out", str(tmp_path / "dir")], "is a directory"),
+        (
+            ["label", "--reports", str(reports), "--out", "o.csv", "--probabilities", "./o.csv"],
+            "same file",
+        ),
+        (["train", "--iu", "--metrics", str(tmp_path / "dir")], "is a directory"),
+        (["train", "--iu", "--rounds", "0"], "rounds must be an integer >= 1"),
+        (["train", "--iu", "--val-fraction", "-0.5"], "val_fraction must be in [0, 1)"),
+    ]
+    for argv, message in cases:
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("reportfed: error:") and message in err and err.count("\n") == 1
+    assert reports.read_text() == "id,Reports\nr1,No effusion.\n"
+
+
+def test_a_replaced_output_keeps_its_mode_and_a_symlink_its_target(tmp_path) -> None:
+    from reportfed.io import atomic_write
+
+    private = tmp_path / "labels.csv"
+    private.write_text("old")
+    private.chmod(0o600)
+    atomic_write(private, b"new")
+    assert private.read_bytes() == b"new" and private.stat().st_mode & 0o777 == 0o600
+    link = tmp_path / "link.csv"
+    link.symlink_to(private)
+    atomic_write(link, b"through the link")
+    assert link.is_symlink() and private.read_bytes() == b"through the link"
