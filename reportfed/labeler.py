@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from reportfed import __version__
-from reportfed.aggregation import GlobalState
+from reportfed.aggregation import GlobalState, node_arrays
 from reportfed.data.partition import holdout
 from reportfed.data.table import ReportTable
 from reportfed.embed import DEFAULT_EMBEDDER, Embedder, make_embedder
@@ -120,6 +120,9 @@ class ReportLabeler:
 
         ``nodes`` gives each row's site; each site trains on the labels it annotates (a column with
         at least one non-NaN value in its rows). ``None`` trains a single site (central).
+        ``classes_`` keeps the order of ``labels`` (those some site annotates); :meth:`fit_tables`
+        and a Flower federation, which merge several sites' label lists, use the union order
+        (CheXpert labels first, then NIH-14, then custom labels).
         """
         y = np.asarray(y, dtype=np.float32)
         space = LabelSpace.of(labels, allow_unknown=True)
@@ -179,8 +182,10 @@ class ReportLabeler:
             val_y.append(masked)
         config = self.config
         result = run_federation(fed_nodes, config, progress=self.progress)
+        # the caller's label order (the federation merges in union order)
+        kept = LabelSpace(tuple(name for name in labels if name in result.state.labels))
         self._set_fitted(
-            result.state,
+            GlobalState(kept, *node_arrays(result.state, kept)),
             fingerprint=fingerprint or self._embedder().fingerprint,
             input_dim=int(x.shape[-1]),
             thresholds=None,
@@ -191,10 +196,10 @@ class ReportLabeler:
             },
         )
         vrows = np.concatenate(val_rows)
-        order = labels.indices(result.state.labels)
         if len(vrows):
             self.thresholds_ = f1_thresholds(
-                np.concatenate(val_y)[:, order], self.predict_proba_embeddings(x[vrows])
+                np.concatenate(val_y)[:, labels.indices(kept)],
+                self.predict_proba_embeddings(x[vrows]),
             )
         self.provenance_["val_rows"] = len(vrows)
         return self
@@ -255,9 +260,7 @@ class ReportLabeler:
         self._check_fitted()
         space = LabelSpace.of(labels, allow_unknown=True)
         rows = self.state_.labels.indices(space)
-        state = GlobalState(
-            space, dict(self.state_.shared), {k: v[rows] for k, v in self.state_.task.items()}
-        )
+        state = GlobalState(space, *node_arrays(self.state_, space))
         return ReportLabeler.from_state(
             state,
             embedder=self.embedder,

@@ -103,3 +103,25 @@ def test_a_labeler_with_a_skip_head_saves_and_loads(
     assert loaded.config.skip and loaded.config.balance
     texts = table.texts[300:350]
     assert np.array_equal(loaded.predict_proba(texts), labeler.predict_proba(texts))
+
+
+def test_classes_keep_the_callers_label_order(iu_embedded, embeddings_cache) -> None:  # type: ignore[no-untyped-def]
+    table, _ = iu_embedded
+    labels = ["Cardiomegaly", "Pleural Effusion", "Atelectasis", "Edema"]
+    sub = table.subset(np.arange(400)).select_labels(labels)
+    labeler = ReportLabeler(
+        config=FederationConfig(rounds=2, hidden=(16,)), cache_dir=embeddings_cache, progress=False
+    )
+    labeler.fit(sub.texts, sub.labels, labels)
+    assert list(labeler.classes_) == labels
+    p = labeler.predict_proba(sub.texts[:200])
+    from reportfed.metrics import auroc
+
+    assert auroc(sub.labels[:200, :1], p[:, :1])[0] > 0.6  # column 0 is Cardiomegaly
+    with pytest.raises(ReportfedError, match="not one string"):
+        labeler.predict_proba("Cardiomegaly.")  # type: ignore[arg-type]
+    assert labeler.predict_proba([]).shape == (0, 4)
+    with pytest.raises(ReportfedError, match="labels must be 1, 0 or NaN"):
+        labeler.fit(sub.texts[:10], np.full((10, 4), 2.0), labels)
+    with pytest.raises(ReportfedError, match="nodes names 3 rows"):
+        labeler.fit(sub.texts[:10], sub.labels[:10], labels, nodes=["a", "b", "c"])
