@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from reportfed.embed import OpenAIEmbedder, embed_texts, make_embedder
-from reportfed.embed.cache import EmbeddingCache
+from reportfed.embed.cache import EmbeddingCache, text_key
 from reportfed.errors import EmbeddingError
 
 TEXTS = [
@@ -62,6 +62,23 @@ def test_corrupted_shard_is_rebuilt_never_returned(minilm, tmp_path) -> None:
     assert len(shard_files) == 1 and shard_files[0] != shard
     shard_files[0].write_bytes(b"truncated")
     assert np.allclose(embed_texts(TEXTS, counting, cache_dir=tmp_path, progress=False), good)
+
+
+def test_a_shard_of_another_dimension_is_dropped_not_fatal(minilm, tmp_path) -> None:
+    counting = Counting(minilm)
+    good = embed_texts(TEXTS, counting, cache_dir=tmp_path, progress=False)
+    cache = EmbeddingCache(tmp_path, minilm.fingerprint)
+    cache.store([text_key("New text.")], np.ones((1, 8), dtype=np.float32))  # a foreign shard
+    again = embed_texts([*TEXTS, "New text."], counting, cache_dir=tmp_path, progress=False)
+    assert again.shape == (5, 384) and np.allclose(again[:4], good, atol=1e-6)
+    assert counting.calls[-1] == ["New text."]  # the foreign vector was dropped, not returned
+
+
+def test_unknown_embedder_kind_is_a_one_line_error() -> None:
+    from reportfed.errors import EmbeddingError
+
+    with pytest.raises(EmbeddingError, match="unknown embedder kind 'bert'"):
+        make_embedder("bert:/models/x")
 
 
 def test_cache_is_keyed_by_fingerprint(minilm, tmp_path) -> None:

@@ -104,7 +104,10 @@ def _read_frame(path: Path, text_column: str | None) -> tuple[pd.DataFrame, int]
             raise InputFileError(f"{path}: cannot read as Parquet: {exc}") from None
         _no_duplicates(path, [str(c) for c in frame.columns])
         return frame, 2
-    raw = path.read_bytes()
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise InputFileError(f"{path}: cannot read ({exc.strerror})") from None
     if raw[:2] == b"\x1f\x8b":
         try:
             raw = gzip.decompress(raw)
@@ -236,6 +239,8 @@ def read_reports(
     ``ReportTable.ignored_columns``.
     """
     path = Path(path)
+    if path.is_dir():
+        raise InputFileError(f"{path}: is a directory, not a reports table")
     if not path.is_file():
         raise InputFileError(f"{path}: no such file")
     if uncertain not in _UNCERTAIN_VALUE:

@@ -15,6 +15,7 @@ from reportfed.embed.base import Embedder
 from reportfed.embed.cache import EmbeddingCache, embed_texts
 from reportfed.embed.local import HFMeanPoolEmbedder, SentenceTransformerEmbedder
 from reportfed.embed.openai_api import OpenAIEmbedder
+from reportfed.errors import EmbeddingError
 
 DEFAULT_EMBEDDER = "minilm"
 
@@ -44,4 +45,6 @@ def make_embedder(
         return HFMeanPoolEmbedder(rest, **kwargs)  # type: ignore[arg-type]
     if kind == "openai":
         return OpenAIEmbedder(rest, base_url=base_url)
-    raise ValueError(f"unknown embedder kind {kind!r} in {spec!r}: use st:, hf: or openai:")
+    raise EmbeddingError(
+        f"unknown embedder kind {kind!r} in {spec!r}: use minilm, st:PATH, hf:PATH or openai:MODEL"
+    )

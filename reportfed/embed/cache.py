@@ -44,8 +44,9 @@ class EmbeddingCache:
         self.fingerprint = fingerprint
         self.dir = Path(root) / hashlib.sha256(fingerprint.encode()).hexdigest()[:16]
 
-    def load(self) -> dict[bytes, np.ndarray]:
-        """Every valid cached vector of this fingerprint; corrupted shards are deleted."""
+    def load(self, dim: int | None = None) -> dict[bytes, np.ndarray]:
+        """Every valid cached vector of this fingerprint (of ``dim`` values, where given);
+        corrupted shards are deleted."""
         found: dict[bytes, np.ndarray] = {}
         for shard in sorted(self.dir.glob("shard-*.npz")):
             try:
@@ -53,6 +54,8 @@ class EmbeddingCache:
                     keys, vectors, digest = z["keys"], z["vectors"], z["digest"].tobytes()
                 if keys.shape[0] != vectors.shape[0] or _digest(keys, vectors) != digest:
                     raise ValueError("digest mismatch")
+                if dim is not None and vectors.shape[1] != dim:
+                    raise ValueError(f"{vectors.shape[1]}-dim vectors, the embedder makes {dim}")
             except Exception as exc:  # any unreadable shard is treated the same way
                 log.warning(
                     "embedding cache shard %s is corrupted (%s): deleted, will re-embed", shard, exc
@@ -65,7 +68,13 @@ class EmbeddingCache:
 
     def store(self, keys: list[bytes], vectors: np.ndarray) -> None:
         """Write one shard atomically."""
-        self.dir.mkdir(parents=True, exist_ok=True)
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise EmbeddingError(
+                f"cannot write the embedding cache {self.dir} ({exc.strerror}): "
+                "give a writable --cache-dir"
+            ) from None
         fp_file = self.dir / "fingerprint.txt"
         if not fp_file.exists():
             atomic_write(fp_file, self.fingerprint.encode())
@@ -95,6 +104,8 @@ def embed_texts(
     keys = [text_key(t) for t in texts]
     cache = EmbeddingCache(cache_dir, embedder.fingerprint) if cache_dir is not None else None
     known = cache.load() if cache is not None else {}
+    if cache is not None and len({v.shape for v in known.values()}) > 1:  # a foreign shard
+        known = cache.load(embedder.dim)
     todo: dict[bytes, str] = {}
     for k, t in zip(keys, texts, strict=True):
         if k not in known and k not in todo:
