@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from reportfed.sentences import split_sentences
+from reportfed.sentences import findings_sentences
 
 Assertion = Literal["affirmed", "negated", "uncertain"]
 #: how a report aggregates its mentions of a label: the first state any mention has
@@ -186,7 +186,7 @@ _UNCERTAIN_BEFORE = (
     r"indicate|have)|might|could (?:\w+ )?(?:represent|be|reflect|indicate)|suspicious for|suspicion for|"
     r"suspect(?:ed)?|concerning for|concern for|suggestive of|suggest(?:s|ing)?|worrisome for|"
     r"cannot (?:be )?(?:entirely |completely )?(?:exclude|rule out)|can ?not exclude|can't exclude|"
-    r"differential|rule out|\br/o\b|evaluat(?:e|ion) (?:for|of)|assess(?:ment)? for|borderline|equivocal|"
+    r"differential|rule out|\br/o\b|eval(?:uate|uation)? (?:for|of)|assess(?:ment)? for|borderline|equivocal|"
     r"indeterminate|\bversus\b|\bvs\.?|\?|may not be excluded|raises the possibility|"
     r"not (?:be )?(?:entirely )?excluded"
 )
@@ -304,7 +304,7 @@ def find_mentions(text: str, labels: Iterable[str] | None = None) -> list[Mentio
     """Every mention of ``labels`` (default: every label with a lexicon) in ``text``."""
     wanted = [lab for lab in (labels if labels is not None else FINDINGS) if lab in FINDINGS]
     out: list[Mention] = []
-    for i, sentence in enumerate(split_sentences(text)):
+    for i, sentence in enumerate(findings_sentences(text)):
         for label in wanted:
             spans = [m.span() for m in _FINDING_RE[label].finditer(sentence)]
             out += [Mention(label, i, s, _assert(sentence, *s)) for s in spans]

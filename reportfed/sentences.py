@@ -2,7 +2,9 @@
 
 Handles what a general-purpose splitter gets wrong in reports:
 
-* section headers (``FINDINGS:``, ``Impression:``) start a new sentence and are dropped;
+* section headers (``FINDINGS:``, ``Impression:``) start a new sentence and are dropped; the
+  sentences of sections that give the study's context (indication, history, comparison,
+  technique) are not read by the labeler (:func:`findings_sentences`);
 * numbered lists (``1. ...  2) ...``) start a new item at each number, which is dropped;
 * de-identification blanks (``___``, ``XXXX``) stay inside their sentence;
 * abbreviations (``Dr.``, ``approx.``, ``e.g.``) and decimals (``3.5 cm``) do not end a sentence;
@@ -33,51 +35,36 @@ _HEADER = re.compile(
     rf"(?<![A-Za-z])([A-Z][A-Z /&()-]*[A-Z)]|(?i:{_SECTION_WORDS})(?: [A-Za-z]+){{0,2}}):(?=\s|$)"
 )
 _NUMBERED = re.compile(r"(?:^|(?<=\s))\(?\d{1,2}[.)](?=\s+[A-Za-z_(\"'])")
-_ABBREVIATIONS = frozenset(
-    [
-        "dr",
-        "mr",
-        "mrs",
-        "ms",
-        "st",
-        "vs",
-        "approx",
-        "e.g",
-        "i.e",
-        "etc",
-        "fig",
-        "no",
-        "nos",
-        "cm",
-        "mm",
-        "ap",
-        "pa",
-        "ca",
-        "al",
-        "resp",
-        "min",
-        "max",
-    ]
+#: words whose period does not end a sentence
+_ABBREVIATIONS = frozenset(["dr", "mr", "mrs", "ms", "vs", "approx", "e.g", "i.e", "etc", "fig", "al", "resp"])
+#: sections that say why or how the study was done, not what it shows: the labeler skips them
+#: ("INDICATION: evaluate for pneumonia" is no finding of this radiograph)
+_CONTEXT_SECTIONS = re.compile(
+    r"(?:clinical |brief )?(?:indications?|history|reason|comparisons?|technique|examination|"
+    r"exam|procedure|clinical)\b",
+    re.IGNORECASE,
 )
 _END = re.compile(r"[.!?;]+(?=\s|$)")
 _WORDS = re.compile(r"\S+")
 
 
-def _segments(text: str) -> list[str]:
+def _segments(text: str) -> list[tuple[str, str]]:
     """Split on blank lines, section headers and list numbers (boundaries that need no period),
-    dropping the headers and numbers themselves. A single newline is a wrapped line, not a break."""
-    parts: list[str] = []
+    dropping the headers and numbers themselves: ``(section, text)`` pairs, ``section`` the last
+    header before the text ("" before any). A single newline is a wrapped line, not a break."""
+    parts: list[tuple[str, str]] = []
+    section = ""
     for block in re.split(r"\n\s*\n", text):
-        drops = sorted(
-            [m.span() for m in _HEADER.finditer(block)]
-            + [m.span() for m in _NUMBERED.finditer(block)]
+        cuts = sorted(
+            [(m.span(), m.group(1)) for m in _HEADER.finditer(block)]
+            + [(m.span(), None) for m in _NUMBERED.finditer(block)]
         )
         pos = 0
-        for a, b in drops:
+        for (a, b), header in cuts:
             if a >= pos:
-                parts.append(block[pos:a])
-                pos = b
-        parts.append(block[pos:])
+                parts.append((section, block[pos:a]))
+                section, pos = header or section, b
+        parts.append((section, block[pos:]))
     return parts
 
 
@@ -92,20 +79,37 @@ def _ends_sentence(segment: str, end: re.Match[str]) -> bool:
     return not (len(word) == 1 and word.isalpha() and word not in "ai")
 
 
-def split_sentences(text: str) -> list[str]:
-    """The sentences of a report, in order, whitespace-normalised, without headers or list
-    numbers. A text with no sentence punctuation is one sentence; units without a letter or
-    digit (``". ."``, ``"___"``) are dropped."""
-    out: list[str] = []
-    for segment in _segments(text.replace("\r", "\n")):
+def split_sections(text: str) -> list[tuple[str, str]]:
+    """The sentences of a report, in order, each with its section header ("" before any):
+    whitespace-normalised, without headers or list numbers. A text with no sentence punctuation
+    is one sentence; units without a letter or digit (``". ."``, ``"___"``) are dropped."""
+    out: list[tuple[str, str]] = []
+    for section, segment in _segments(text.replace("\r", "\n")):
         start = 0
+        pieces = []
         for end in _END.finditer(segment):
             if _ends_sentence(segment, end):
-                out.append(segment[start : end.end()])
+                pieces.append(segment[start : end.end()])
                 start = end.end()
-        out.append(segment[start:])
-    sentences = [" ".join(s.split()).rstrip(";").strip() for s in out]
-    return [s for s in sentences if re.search(r"[A-Za-z0-9]", s.replace("XXXX", ""))]
+        pieces.append(segment[start:])
+        for piece in pieces:
+            sentence = " ".join(piece.split()).rstrip(";").strip()
+            if re.search(r"[A-Za-z0-9]", sentence.replace("XXXX", "")):
+                out.append((section, sentence))
+    return out
+
+
+def split_sentences(text: str) -> list[str]:
+    """The sentences of a report (see :func:`split_sections`)."""
+    return [sentence for _, sentence in split_sections(text)]
+
+
+def findings_sentences(text: str) -> list[str]:
+    """The sentences that describe the study: all but those of context sections (indication,
+    history, comparison, technique, examination); every sentence if that leaves none."""
+    pairs = split_sections(text)
+    kept = [s for section, s in pairs if not _CONTEXT_SECTIONS.match(section.strip())]
+    return kept or [s for _, s in pairs]
 
 
 def windows(sentence: str, max_words: int = MAX_WORDS, overlap: int = OVERLAP) -> list[str]:
@@ -121,7 +125,7 @@ def windows(sentence: str, max_words: int = MAX_WORDS, overlap: int = OVERLAP) -
 
 
 def report_units(text: str) -> list[str]:
-    """What the sentence-level model reads of a report: its sentences, long ones windowed.
-    Never empty for a text with a letter or digit."""
-    units = [w for s in split_sentences(text) for w in windows(s)]
+    """What the sentence-level model reads of a report: its :func:`findings_sentences`, long
+    ones windowed. Never empty."""
+    units = [w for s in findings_sentences(text) for w in windows(s)]
     return units or [" ".join(text.split())]

@@ -56,3 +56,19 @@ def test_long_sentences_are_windowed_not_truncated() -> None:
 def test_report_units_never_empty() -> None:
     assert report_units("___") == ["___"]
     assert report_units("Effusion") == ["Effusion"]
+
+
+def test_context_sections_are_not_read() -> None:
+    from reportfed.assertion import report_assertions
+    from reportfed.sentences import findings_sentences, split_sections
+
+    text = (
+        "EXAMINATION: CHEST (PA AND LAT)\n\nINDICATION: Fever, evaluate for pneumonia.\n\n"
+        "COMPARISON: ___\n\nFINDINGS: Lungs are clear.\n\nIMPRESSION: No pneumonia. A 3 cm nodule."
+    )
+    assert split_sections(text)[1] == ("INDICATION", "Fever, evaluate for pneumonia.")
+    assert findings_sentences(text) == ["Lungs are clear.", "No pneumonia.", "A 3 cm nodule."]
+    assert report_units(text) == findings_sentences(text)
+    said = report_assertions(text, ["Pneumonia", "Lung Lesion"])
+    assert said == {"Pneumonia": "negated", "Lung Lesion": "affirmed"}
+    assert findings_sentences("INDICATION: Cough.") == ["Cough."]  # nothing else to read
