@@ -33,7 +33,9 @@ def test_surgical_method_equals_the_labelers_simulation(data) -> None:  # type: 
 
 def test_every_method_runs_and_evaluates_every_label(data) -> None:  # type: ignore[no-untyped-def]
     x, y, space = data
-    scenarios = [scenario(x, y, space, Protocol(n_nodes=3, federation=FAST), s) for s in (0, 1)]
+    bags = x[:, None, :]  # each report a bag of one sentence, for the sentence-level methods
+    protocol = Protocol(n_nodes=3, federation=FAST)
+    scenarios = [scenario(x, y, space, protocol, s, sentences=bags) for s in (0, 1)]
     results = {name: run_method(scenarios, m, FAST) for name, m in METHODS.items()}
     for name, outcomes in results.items():
         assert [o.seed for o in outcomes] == [0, 1]
@@ -82,3 +84,14 @@ def test_dirichlet_rows_skew_label_prevalence(data) -> None:  # type: ignore[no-
     assert prevalence.std(axis=0).mean() > 3 * iid.std(axis=0).mean()
     with pytest.raises(ValueError, match="alpha"):
         dirichlet_rows(y, 3, 0.0, rng)
+
+
+def test_one_sentence_bags_train_like_whole_reports(data) -> None:  # type: ignore[no-untyped-def]
+    """Without dropout (whose draws differ), a bag of one sentence is its report: the
+    sentence-level method equals surgical aggregation."""
+    x, y, space = data
+    config = replace(FAST, dropout=0.0)
+    sc = scenario(x, y, space, Protocol(n_nodes=2, federation=config), 0, sentences=x[:, None, :])
+    (report,) = run_method([sc], METHODS["surgical"], config)
+    (sentence,) = run_method([sc], METHODS["sentence"], config)
+    assert sentence.metrics == pytest.approx(report.metrics, abs=1e-5)
