@@ -19,15 +19,48 @@ def shared_file(*parts: str) -> Path:
     return path
 
 
+@pytest.fixture(scope="session")
+def iu_archive_or_none(pytestconfig: pytest.Config) -> Path | None:
+    """The IU archive: ../shared's copy, else fetched once the way the product fetches it (the
+    torchxrayvision wheel from PyPI, sha256-verified) into pytest's cache; ``None`` where it
+    cannot be had (offline)."""
+    shared = SHARED / "iu" / "NLMCXR_reports.tgz"
+    if shared.exists():
+        return shared
+    from reportfed.data import iu
+    from reportfed.errors import ArchiveError
+
+    previous = os.environ.get("REPORTFED_CACHE_DIR")
+    os.environ["REPORTFED_CACHE_DIR"] = str(pytestconfig.cache.mkdir("reportfed-iu"))
+    try:
+        return iu.resolve_archive()
+    except ArchiveError:
+        return None
+    finally:
+        if previous is None:
+            del os.environ["REPORTFED_CACHE_DIR"]
+        else:
+            os.environ["REPORTFED_CACHE_DIR"] = previous
+
+
+@pytest.fixture
+def iu_archive(iu_archive_or_none: Path | None) -> Path:
+    """The IU archive, or skip (it could neither be found nor fetched)."""
+    if iu_archive_or_none is None:
+        pytest.skip("the IU archive is not in ../shared and could not be fetched from PyPI")
+    return iu_archive_or_none
+
+
 @pytest.fixture(autouse=True)
 def _isolated_cache(
-    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    iu_archive_or_none: Path | None,
 ) -> None:
-    """Each test gets its own user cache; the IU archive comes from ../shared when present."""
+    """Each test gets its own user cache; the IU archive is the one found or fetched once."""
     monkeypatch.setenv("REPORTFED_CACHE_DIR", str(tmp_path_factory.mktemp("user-cache")))
-    archive = SHARED / "iu" / "NLMCXR_reports.tgz"
-    if archive.exists():
-        monkeypatch.setenv("REPORTFED_IU_ARCHIVE", str(archive))
+    if iu_archive_or_none is not None:
+        monkeypatch.setenv("REPORTFED_IU_ARCHIVE", str(iu_archive_or_none))
 
 
 @pytest.fixture(scope="session")
@@ -44,15 +77,15 @@ def embeddings_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def iu_embedded(minilm, embeddings_cache):  # type: ignore[no-untyped-def]
+def iu_embedded(minilm, embeddings_cache, iu_archive_or_none):  # type: ignore[no-untyped-def]
     """IU reports with all 13 findings annotated, their labels and MiniLM embeddings."""
     from reportfed.data.iu import load_iu
     from reportfed.embed import embed_texts
     from reportfed.labels import CHEXPERT_13
 
-    path = SHARED / "iu" / "NLMCXR_reports.tgz"
-    if not path.exists():
-        pytest.skip("IU archive not present")
+    path = iu_archive_or_none
+    if path is None:
+        pytest.skip("the IU archive could not be found or fetched")
     table = load_iu(path).select_labels(list(CHEXPERT_13))
     table = table.fully_annotated()
     x = embed_texts(table.texts, minilm, cache_dir=embeddings_cache, progress=False)
@@ -60,12 +93,13 @@ def iu_embedded(minilm, embeddings_cache):  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture(scope="session")
-def tables(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+def tables(
+    tmp_path_factory: pytest.TempPathFactory, iu_archive_or_none: Path | None
+) -> dict[str, Path]:
     """Three hospitals' reports tables (see ``flower_nodes.py``) written from IU."""
-    archive = SHARED / "iu" / "NLMCXR_reports.tgz"
-    if not archive.exists():
-        pytest.skip("IU archive not present")
-    os.environ.setdefault("REPORTFED_IU_ARCHIVE", str(archive))
+    if iu_archive_or_none is None:
+        pytest.skip("the IU archive could not be found or fetched")
+    os.environ.setdefault("REPORTFED_IU_ARCHIVE", str(iu_archive_or_none))
     from .flower_nodes import write_node_tables
 
     return write_node_tables(tmp_path_factory.mktemp("nodes"))

@@ -7,7 +7,7 @@ import pytest
 from reportfed.cli import main
 from reportfed.labels import CHEXPERT_14
 
-from .conftest import ROOT, shared_file
+from .conftest import ROOT
 
 
 @pytest.fixture()
@@ -40,8 +40,7 @@ def node_tables(tmp_path, iu_embedded):  # type: ignore[no-untyped-def]
     return tmp_path / "a.csv", tmp_path / "b.parquet"
 
 
-def test_corpus_iu_writes_table_and_counts(tmp_path, capsys) -> None:
-    shared_file("iu", "NLMCXR_reports.tgz")
+def test_corpus_iu_writes_table_and_counts(tmp_path, capsys, iu_archive) -> None:
     assert main(["corpus", "iu", "--out", str(tmp_path / "iu.csv")]) == 0
     frame = pd.read_csv(tmp_path / "iu.csv")
     assert len(frame) == 3927 and list(frame.columns[-14:]) == list(CHEXPERT_14)
@@ -89,7 +88,13 @@ def test_train_from_node_tables_then_label_headerless_input(tmp_path, capsys, en
     summary = json.loads(metrics.read_text())
     assert summary["labels"] == ["Cardiomegaly", "Atelectasis", "Pleural Effusion"]
     out = tmp_path / "labeled.csv"
-    sample = shared_file("chexpert-labeler-format", "sample_reports.csv")
+    sample = tmp_path / "headerless.csv"  # the CheXpert labeler's input: one report per row
+    sample.write_text(
+        "Heart size is normal. No effusion\n"
+        '"1. Small left effusion.\n\n2. Cardiomegaly."\n'
+        '"Streaky bibasilar opacities, may reflect atelectasis or consolidation."\n'
+        "Stable mild cardiomegaly.\n"
+    )
     assert (
         main(
             [

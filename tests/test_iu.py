@@ -20,8 +20,8 @@ def test_sha256_mismatch_is_a_clear_error(tmp_path) -> None:
         iu.resolve_archive(tmp_path / "missing.tgz")
 
 
-def test_env_var_and_user_cache_routes(tmp_path, monkeypatch) -> None:
-    archive = shared_file("iu", "NLMCXR_reports.tgz")
+def test_env_var_and_user_cache_routes(tmp_path, monkeypatch, iu_archive) -> None:
+    archive = iu_archive
     monkeypatch.setenv(iu.ENV_VAR, str(archive))
     assert iu.resolve_archive() == archive
     monkeypatch.delenv(iu.ENV_VAR)
@@ -53,8 +53,8 @@ def test_wheel_route_on_a_fresh_cache(tmp_path, monkeypatch) -> None:
     assert hashlib.sha256(path.read_bytes()).hexdigest() == iu.IU_SHA256
 
 
-def test_full_corpus_counts_in_the_documented_ranges() -> None:
-    frame = iu.load_iu_frame(shared_file("iu", "NLMCXR_reports.tgz"))
+def test_full_corpus_counts_in_the_documented_ranges(iu_archive) -> None:
+    frame = iu.load_iu_frame(iu_archive)
     assert len(frame) == 3955
     table = iu.load_iu()
     assert len(table) == 3927

@@ -123,7 +123,13 @@ def _read_frame(path: Path, text_column: str | None) -> tuple[pd.DataFrame, int]
         raise InputFileError(f"{path}: malformed CSV: {exc}") from None
     header = rows[0]
     headerless = text_column is None and _find_text_column(header, None) is None
-    if headerless and all(len(r) <= 1 for r in rows):  # no recognisable header, one field a row
+    if headerless and len(header) <= 1:  # no recognisable header: one report per row
+        wide = next((i for i, r in enumerate(rows) if len(r) > 1), None)
+        if wide is not None:
+            raise InputFileError(
+                f"{path}: no header names a text column, so each row is one report, but row "
+                f"{wide + 1} has {len(rows[wide])} fields: quote reports that contain {delimiter!r}"
+            )
         return pd.DataFrame({0: [r[0] if r else "" for r in rows]}, dtype=object), 1
     for i, row in enumerate(rows[1:]):
         if row and len(row) != len(header):
