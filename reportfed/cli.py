@@ -1,4 +1,4 @@
-"""``reportfed`` command line: corpus, embed, train, label, federation.
+"""``reportfed`` command line: label, train, corpus, embed, experiment, federation.
 
 Every bad input ends in one line ``reportfed: error: ...`` on stderr and exit status 2, with no
 partial output file left behind.
@@ -12,6 +12,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -240,7 +241,7 @@ def _granularity_arg(p: argparse.ArgumentParser) -> None:
         "--granularity",
         choices=["sentence", "report"],
         default="sentence",
-        help="sentence (default): score every sentence, pool per label; report: one embedding "
+        help="sentence: score every sentence, pool per label; report: one embedding "
         "per report (the papers' method)",
     )
 
@@ -267,10 +268,18 @@ def cmd_experiment(args: argparse.Namespace) -> None:
     run_experiment([args.name, *args.args])
 
 
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose help shows each option's default."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", argparse.ArgumentDefaultsHelpFormatter)
+        super().__init__(*args, **kwargs)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``reportfed`` argument parser."""
-    parser = argparse.ArgumentParser(prog="reportfed", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = _Parser(prog="reportfed", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     p = sub.add_parser("corpus", help="build a reports + labels table from a corpus")
     p.add_argument("name", choices=["iu"])
@@ -283,7 +292,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("embed", help="embed a reports table into the cache, print throughput")
     p.add_argument("--reports", required=True)
-    p.add_argument("--text-column", default=None)
+    p.add_argument(
+        "--text-column",
+        default=None,
+        help="the report column; None: the first of Reports, Report Impression, REPORT, report, text",
+    )
     _embedder_args(p)
     p.set_defaults(func=cmd_embed)
 
@@ -304,26 +317,33 @@ def build_parser() -> argparse.ArgumentParser:
         "--uncertain",
         choices=["zeros", "ones", "ignore"],
         default="zeros",
-        help="what a -1 label means for presence (default: zeros, as in the papers)",
+        help="what a -1 label means for presence (zeros: as in the papers)",
     )
     p.add_argument(
         "--blank",
         choices=["negative", "ignore"],
         default="negative",
         help="what a blank label cell means: negative (not mentioned, the CheXpert labeler's "
-        "convention; default) or ignore (not annotated)",
+        "convention) or ignore (not annotated)",
     )
     _granularity_arg(p)
-    p.add_argument("--rounds", type=int, default=20)
-    p.add_argument("--local-epochs", type=int, default=1)
-    p.add_argument("--lr", type=float, default=1e-3)
-    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--rounds", type=int, default=20, help="federated rounds (>= 1)")
+    p.add_argument("--local-epochs", type=int, default=1, help="epochs per site and round")
+    p.add_argument("--lr", type=float, default=1e-3, help="the sites' Adam learning rate")
+    p.add_argument("--batch-size", type=int, default=32, help="mini-batch size (>= 1)")
     p.add_argument("--weighting", choices=["uniform", "samples"], default="uniform")
     add_options(p)
-    p.add_argument("--val-fraction", type=float, default=0.1)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default="reportfed-model.safetensors")
-    p.add_argument("--metrics", default="reportfed-metrics.json")
+    p.add_argument(
+        "--val-fraction",
+        type=float,
+        default=0.1,
+        help="share of each site's rows held out to choose labelling thresholds, in [0, 1)",
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed of splits, initialisation, batches")
+    p.add_argument("--out", default="reportfed-model.safetensors", help="the model file written")
+    p.add_argument(
+        "--metrics", default="reportfed-metrics.json", help="the training summary (JSON) written"
+    )
     _embedder_args(p)
     p.set_defaults(func=cmd_train)
 
@@ -335,11 +355,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--reports", required=True, help="CSV/Parquet with a text column, or headerless CSV"
     )
-    p.add_argument("--text-column", default=None)
     p.add_argument(
-        "--model", default=None, help="model file (default: the IU model, built on first use)"
+        "--text-column",
+        default=None,
+        help="the report column; None: the first of Reports, Report Impression, REPORT, report, text",
     )
-    p.add_argument("--out", default="labeled_reports.csv")
+    p.add_argument(
+        "--model", default=None, help="model file; None: the default IU model, built on first use"
+    )
+    p.add_argument(
+        "--out", default="labeled_reports.csv", help="the labels written (CSV, or .parquet)"
+    )
     p.add_argument(
         "--probabilities", default=None, help="also write per-label presence probabilities here"
     )

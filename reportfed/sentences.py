@@ -36,7 +36,9 @@ _HEADER = re.compile(
 )
 _NUMBERED = re.compile(r"(?:^|(?<=\s))\(?\d{1,2}[.)](?=\s+[A-Za-z_(\"'])")
 #: words whose period does not end a sentence
-_ABBREVIATIONS = frozenset(["dr", "mr", "mrs", "ms", "vs", "approx", "e.g", "i.e", "etc", "fig", "al", "resp"])
+_ABBREVIATIONS = frozenset(
+    ["dr", "mr", "mrs", "ms", "vs", "approx", "e.g", "i.e", "etc", "fig", "al", "resp"]
+)
 #: sections that say why or how the study was done, not what it shows: the labeler skips them
 #: ("INDICATION: evaluate for pneumonia" is no finding of this radiograph)
 _CONTEXT_SECTIONS = re.compile(
