@@ -23,14 +23,22 @@ from reportfed.data.table import ReportTable
 from reportfed.embed import DEFAULT_EMBEDDER, Embedder, make_embedder
 from reportfed.embed.granularity import Granularity, check_granularity, embed_reports
 from reportfed.errors import ConfigError, ModelFileError, ReportfedError
-from reportfed.federation.engine import FederationConfig, Node, predict_state, run_federation
+from reportfed.federation.engine import (
+    FederationConfig,
+    Node,
+    global_model,
+    predict_state,
+    run_federation,
+)
 from reportfed.io import atomic_write
 from reportfed.labels import LabelSpace
 from reportfed.metrics import f1_thresholds
 from reportfed.paths import embeddings_cache_dir
 from reportfed.states import chexpert_states
 
-FORMAT = "reportfed-model/1"
+FORMAT = "reportfed-model/2"
+#: formats :meth:`ReportLabeler.load` reads; in /1 the checksum covers the weights only
+READABLE = ("reportfed-model/1", FORMAT)
 #: reports embedded and scored at once by :meth:`ReportLabeler.predict_proba` (bounds memory)
 PREDICT_CHUNK = 2048
 
@@ -333,8 +341,8 @@ class ReportLabeler:
             "config": asdict(self.config),
             "val_fraction": self.val_fraction,
             "provenance": self.provenance_,
-            "checksum": _checksum(tensors),
         }
+        meta["checksum"] = _checksum(tensors, meta)
         return atomic_write(path, save(tensors, metadata={"reportfed": json.dumps(meta)}))
 
     @classmethod
@@ -359,10 +367,31 @@ class ReportLabeler:
                 tensors = {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118 - safe_open API
         except Exception as exc:  # truncated / not safetensors / bad header
             raise ModelFileError(f"{path}: not a readable reportfed model file ({exc})") from None
-        if meta.get("format") != FORMAT:
+        if meta.get("format") not in READABLE:
             raise ModelFileError(f"{path}: not a {FORMAT} file (format {meta.get('format')!r})")
-        if _checksum(tensors) != meta.get("checksum"):
-            raise ModelFileError(f"{path}: weights do not match their checksum (corrupted file)")
+        covered = meta if meta["format"] == FORMAT else None
+        if _checksum(tensors, covered) != meta.get("checksum"):
+            raise ModelFileError(
+                f"{path}: weights or metadata do not match their checksum (corrupted or edited)"
+            )
+        try:
+            return cls._from_file(path, meta, tensors, embedder, base_url, cache_dir, progress)
+        except (KeyError, TypeError, ValueError, RuntimeError) as exc:
+            raise ModelFileError(f"{path}: inconsistent model metadata ({exc!r})") from None
+
+    @classmethod
+    def _from_file(
+        cls,
+        path: Path,
+        meta: dict[str, Any],
+        tensors: dict[str, np.ndarray],
+        embedder: str | None,
+        base_url: str | None,
+        cache_dir: str | Path | None,
+        progress: bool,
+    ) -> ReportLabeler:
+        """The labeler a verified model file describes (``KeyError``/``ValueError`` where the
+        metadata and the weights disagree)."""
         config_dict = dict(meta["config"])
         config_dict["hidden"] = tuple(config_dict["hidden"])
         emb = meta["embedder"]
@@ -397,6 +426,11 @@ class ReportLabeler:
             thresholds=meta["thresholds"],
             provenance=meta["provenance"],
         )
+        if len(labeler.thresholds_) != len(labeler.classes_):
+            raise ValueError(
+                f"{len(labeler.thresholds_)} thresholds for {len(labeler.classes_)} labels"
+            )
+        global_model(labeler.state_, labeler.input_dim_, labeler.config)  # weights fit the config
         return labeler
 
 
@@ -410,9 +444,13 @@ def _check_embeddings(x: np.ndarray, granularity: Granularity) -> None:
         )
 
 
-def _checksum(tensors: dict[str, np.ndarray]) -> str:
+def _checksum(tensors: dict[str, np.ndarray], meta: dict[str, Any] | None) -> str:
+    """sha256 over the weights and, where given, every metadata field but the checksum."""
     h = hashlib.sha256()
     for key in sorted(tensors):
         h.update(key.encode())
         h.update(np.ascontiguousarray(tensors[key]).tobytes())
+    if meta is not None:
+        covered = {k: v for k, v in meta.items() if k != "checksum"}
+        h.update(json.dumps(covered, sort_keys=True).encode())
     return h.hexdigest()

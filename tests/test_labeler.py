@@ -125,3 +125,54 @@ def test_classes_keep_the_callers_label_order(iu_embedded, embeddings_cache) -> 
         labeler.fit(sub.texts[:10], np.full((10, 4), 2.0), labels)
     with pytest.raises(ReportfedError, match="nodes names 3 rows"):
         labeler.fit(sub.texts[:10], sub.labels[:10], labels, nodes=["a", "b", "c"])
+
+
+def _rewrite(path, edit) -> None:  # type: ignore[no-untyped-def]
+    """Rewrite a model file's metadata with ``edit(meta)``, keeping its weights."""
+    import json
+
+    from safetensors import safe_open
+    from safetensors.numpy import save_file
+
+    with safe_open(str(path), framework="numpy") as f:
+        meta = json.loads(f.metadata()["reportfed"])
+        tensors = {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118
+    edit(meta)
+    save_file(tensors, str(path), metadata={"reportfed": json.dumps(meta)})
+
+
+def test_edited_metadata_fails_the_checksum_and_v1_files_still_load(fitted, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from reportfed.labeler import _checksum
+
+    labeler, _ = fitted
+    for edit in (
+        lambda m: m["labels"].reverse(),  # swapped columns
+        lambda m: m["thresholds"].__setitem__(0, 0.0),
+        lambda m: m.__setitem__("granularity", "report"),
+    ):
+        path = labeler.save(tmp_path / "m.safetensors")
+        _rewrite(path, edit)
+        with pytest.raises(ModelFileError, match="checksum"):
+            ReportLabeler.load(path, progress=False)
+
+    def inconsistent(meta) -> None:  # type: ignore[no-untyped-def]
+        meta["thresholds"] = meta["thresholds"][:2]  # a short list, checksum made to match
+        meta["checksum"] = _checksum(tensors_of(path), meta)
+
+    def tensors_of(p):  # type: ignore[no-untyped-def]
+        from safetensors.numpy import load_file
+
+        return load_file(str(p))
+
+    path = labeler.save(tmp_path / "m.safetensors")
+    _rewrite(path, inconsistent)
+    with pytest.raises(ModelFileError, match="inconsistent model metadata"):
+        ReportLabeler.load(path, progress=False)
+
+    def version_one(meta) -> None:  # type: ignore[no-untyped-def]
+        meta["format"] = "reportfed-model/1"
+        meta["checksum"] = _checksum(tensors_of(path), None)
+
+    path = labeler.save(tmp_path / "m.safetensors")
+    _rewrite(path, version_one)
+    assert list(ReportLabeler.load(path, progress=False).classes_) == list(labeler.classes_)
