@@ -68,16 +68,27 @@ def cmd_corpus(args: argparse.Namespace) -> None:
 # -- embed -----------------------------------------------------------------------------------
 def cmd_embed(args: argparse.Namespace) -> None:
     from reportfed.data.table import read_reports
-    from reportfed.embed import embed_texts, make_embedder
+    from reportfed.embed import make_embedder
+    from reportfed.embed.granularity import embed_reports
 
     table = read_reports(args.reports, text_column=args.text_column)
     embedder = make_embedder(args.embedder, base_url=args.base_url)
+    counts: dict[str, int] = {}
     start = time.perf_counter()
-    x = embed_texts(table.texts, embedder, cache_dir=args.cache_dir)
+    x = embed_reports(
+        table.texts,
+        embedder,
+        granularity=args.granularity,
+        cache_dir=args.cache_dir,
+        counts=counts,
+    )
     secs = time.perf_counter() - start
+    unit = "sentences" if args.granularity == "sentence" else "reports"
+    rate = f"{counts['new'] / secs:.1f} {unit}/s" if counts["new"] else "nothing new to embed"
     _say(
-        f"{len(table)} reports -> {x.shape[1]}-dim embeddings with {embedder.fingerprint} in {secs:.2f} s "
-        f"({len(table) / max(secs, 1e-9):.1f} reports/s, cache {args.cache_dir})"
+        f"{len(table)} reports -> {x.shape[-1]}-dim embeddings with {embedder.fingerprint} in "
+        f"{secs:.2f} s: {counts['new']} distinct {unit} embedded ({rate}), {counts['cached']} "
+        f"from the cache {args.cache_dir}"
         + (f"; skipped {table.skipped_empty} empty reports" if table.skipped_empty else "")
     )
 
@@ -292,6 +303,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("embed", help="embed a reports table into the cache, print throughput")
     p.add_argument("--reports", required=True)
+    _granularity_arg(p)
     p.add_argument(
         "--text-column",
         default=None,

@@ -48,20 +48,21 @@ def test_corpus_iu_writes_table_and_counts(tmp_path, capsys, iu_archive) -> None
     assert "wrote 3927 IU reports" in err and "Cardiomegaly" in err
 
 
-def test_embed_prints_throughput(tmp_path, capsys, env) -> None:
-    assert (
-        main(
-            [
-                "embed",
-                "--reports",
-                str(ROOT / "examples" / "reports.csv"),
-                "--cache-dir",
-                str(tmp_path),
-            ]
-        )
-        == 0
-    )
-    assert "6 reports -> 384-dim embeddings" in capsys.readouterr().err
+def test_embed_prints_throughput_of_new_texts_only(tmp_path, capsys, env) -> None:
+    argv = [
+        "embed",
+        "--reports",
+        str(ROOT / "examples" / "reports.csv"),
+        "--cache-dir",
+        str(tmp_path),
+    ]
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert "6 reports -> 384-dim embeddings" in err
+    assert "13 distinct sentences embedded" in err and "0 from the cache" in err
+    assert main(argv) == 0  # warm: no throughput claimed over cache hits
+    err = capsys.readouterr().err
+    assert "0 distinct sentences embedded (nothing new to embed), 13 from the cache" in err
 
 
 def test_train_from_node_tables_then_label_headerless_input(tmp_path, capsys, env) -> None:

@@ -95,11 +95,13 @@ def embed_texts(
     cache_dir: str | Path | None,
     chunk_size: int = 512,
     progress: bool = True,
+    counts: dict[str, int] | None = None,
 ) -> np.ndarray:
     """Embed ``texts`` through the cache: only texts never embedded by this fingerprint are computed.
 
     Returns a float32 array ``(len(texts), dim)`` in the order of ``texts``. ``cache_dir=None``
-    disables the cache.
+    disables the cache. ``counts``, where given, receives how many distinct texts were embedded
+    (``"new"``) and how many came from the cache (``"cached"``).
     """
     keys = [text_key(t) for t in texts]
     cache = EmbeddingCache(cache_dir, embedder.fingerprint) if cache_dir is not None else None
@@ -110,6 +112,9 @@ def embed_texts(
     for k, t in zip(keys, texts, strict=True):
         if k not in known and k not in todo:
             todo[k] = t
+    if counts is not None:
+        counts["new"] = len(todo)
+        counts["cached"] = len(set(keys)) - len(todo)
     if todo:
         pending = list(todo.items())
         with tqdm(

@@ -49,11 +49,13 @@ def embed_reports(
     granularity: Granularity,
     cache_dir: str | Path | None,
     progress: bool = True,
+    counts: dict[str, int] | None = None,
 ) -> np.ndarray:
-    """Embeddings of ``texts`` at ``granularity``: ``(n, dim)`` or ``(n, S, dim)``."""
+    """Embeddings of ``texts`` at ``granularity``: ``(n, dim)`` or ``(n, S, dim)``; ``counts`` as
+    in :func:`~reportfed.embed.cache.embed_texts` (texts are sentences at sentence level)."""
     if check_granularity(granularity) == "report":
-        return embed_texts(texts, embedder, cache_dir=cache_dir, progress=progress)
+        return embed_texts(texts, embedder, cache_dir=cache_dir, progress=progress, counts=counts)
     units = [report_units(t) for t in texts]
     flat = [u for us in units for u in us]
-    vectors = embed_texts(flat, embedder, cache_dir=cache_dir, progress=progress)
+    vectors = embed_texts(flat, embedder, cache_dir=cache_dir, progress=progress, counts=counts)
     return pad_units(vectors, [len(us) for us in units])
