@@ -105,8 +105,12 @@ def _validate(
         raise InvalidUpdateError(
             node, f"array keys/shapes {sig} differ from the federation's {reference}"
         )
-    if weighting == "samples" and update.num_examples <= 0:
-        raise InvalidUpdateError(node, f"num_examples must be > 0, got {update.num_examples}")
+    if weighting == "samples" and not (
+        np.isfinite(update.num_examples) and update.num_examples > 0
+    ):
+        raise InvalidUpdateError(
+            node, f"num_examples must be a finite number > 0, got {update.num_examples}"
+        )
     return labels
 
 
@@ -134,6 +138,8 @@ def aggregate(
     """
     if weighting not in ("uniform", "samples"):
         raise ValueError(f"weighting must be 'uniform' or 'samples', got {weighting!r}")
+    if on_invalid not in ("raise", "drop"):
+        raise ValueError(f"on_invalid must be 'raise' or 'drop', got {on_invalid!r}")
     ids = [u.node_id for u in updates]
     if len(set(ids)) != len(ids):
         raise ValueError(f"duplicate node ids in {ids}")
@@ -143,7 +149,13 @@ def aggregate(
         signatures = Counter(_signature(u.shared, u.task) for u in updates)
         if not signatures:
             raise ValueError("no updates to aggregate")
-        reference = signatures.most_common(1)[0][0]
+        ranked = signatures.most_common()
+        if len(ranked) > 1 and ranked[0][1] == ranked[1][1]:
+            raise ValueError(
+                f"no majority among the updates' array shapes ({ranked[0][1]} updates each for "
+                f"{len(ranked)} shapes): give the previous global state as the reference"
+            )
+        reference = ranked[0][0]
 
     accepted: list[tuple[NodeUpdate, LabelSpace]] = []
     rejected: dict[str, str] = {}
@@ -160,6 +172,13 @@ def aggregate(
     weights = np.array(
         [float(u.num_examples) if weighting == "samples" else 1.0 for u, _ in accepted]
     )
+
+    def dtype(block: str, key: str) -> np.dtype:
+        """The previous state's dtype, else the widest of the updates' (never a downcast)."""
+        if previous is not None:
+            return getattr(previous, block)[key].dtype
+        return np.result_type(*(getattr(u, block)[key] for u, _ in accepted))
+
     shared = {
         key: np.sum(
             weights.reshape((-1,) + (1,) * accepted[0][0].shared[key].ndim)
@@ -185,7 +204,8 @@ def aggregate(
     task: dict[str, np.ndarray] = {}
     for key in accepted[0][0].task:
         sample = accepted[0][0].task[key]
-        stacked = np.zeros((len(accepted), len(union), *sample.shape[1:]), dtype=sample.dtype)
+        widest = np.result_type(*(u.task[key] for u, _ in accepted))
+        stacked = np.zeros((len(accepted), len(union), *sample.shape[1:]), dtype=widest)
         for k, (u, _) in enumerate(accepted):
             stacked[k, positions[k]] = u.task[key]
         extra = (1,) * (sample.ndim - 1)
@@ -194,9 +214,9 @@ def aggregate(
         if previous is not None and not present.all():
             carried = np.flatnonzero(~present)
             out[carried] = previous.task[key][previous.labels.indices([union[i] for i in carried])]
-        task[key] = out.astype(sample.dtype, copy=False)
+        task[key] = out.astype(dtype("task", key), copy=False)
 
-    shared = {k: v.astype(accepted[0][0].shared[k].dtype, copy=False) for k, v in shared.items()}
+    shared = {k: v.astype(dtype("shared", k), copy=False) for k, v in shared.items()}
     contributors = {union[c]: int(mask[:, c].sum()) for c in range(len(union))}
     return AggregationResult(
         state=GlobalState(labels=union, shared=shared, task=task),

@@ -1,3 +1,5 @@
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -210,3 +212,35 @@ def test_server_momentum_accumulates_the_shared_block_and_keeps_the_task_rows() 
     assert ServerMomentum(0.0).apply(first, plain) is plain  # 0 = the papers' merge
     with pytest.raises(ValueError, match="momentum"):
         ServerMomentum(1.0)
+
+
+@pytest.mark.parametrize("count", [float("nan"), float("inf"), 0])
+def test_sample_weighting_refuses_counts_that_are_not_finite_and_positive(count: float) -> None:
+    good = update("a", ["Edema"], 0, n=10)
+    bad = replace(update("b", ["Edema"], 1), num_examples=count)
+    result = aggregate([good, bad], weighting="samples", on_invalid="drop")
+    assert "num_examples" in result.rejected["b"] and result.accepted == ["a"]
+    assert all(np.isfinite(v).all() for v in result.state.shared.values())
+
+
+def test_mixed_precision_never_downcasts_and_bad_options_are_refused() -> None:
+    half = update("a", ["Edema"], 0, dtype=np.float16)
+    single = update("b", ["Edema"], 1, dtype=np.float32)
+    result = aggregate([half, single])
+    assert all(
+        v.dtype == np.float32 for v in (*result.state.shared.values(), *result.state.task.values())
+    )
+    with pytest.raises(ValueError, match="on_invalid"):
+        aggregate([half, single], on_invalid="skip")  # type: ignore[arg-type]
+
+
+def test_a_tie_in_array_shapes_is_not_decided_by_list_order() -> None:
+    a = update("a", ["Edema"], 0)
+    b = update("b", ["Edema"], 1)
+    wider = {k: np.zeros((v.shape[0] + 1, *v.shape[1:])) for k, v in b.shared.items()}
+    b = replace(b, shared=wider)
+    for order in ([a, b], [b, a]):
+        with pytest.raises(ValueError, match="no majority"):
+            aggregate(order, on_invalid="drop")
+    reference = GlobalState(LabelSpace.of(["Edema"]), a.shared, a.task)
+    assert aggregate([b, a], reference, on_invalid="drop").accepted == ["a"]
