@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from reportfed.errors import ReportfedError
-from reportfed.federation.options import add_options, options
+from reportfed.federation.options import add_granularity, add_options, options
 from reportfed.io import atomic_write, check_writable
 from reportfed.labels import CHEXPERT_13, CHEXPERT_14
 
@@ -247,16 +247,6 @@ def _check_outputs(
 
 
 # -- parser ----------------------------------------------------------------------------------
-def _granularity_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--granularity",
-        choices=["sentence", "report"],
-        default="sentence",
-        help="sentence: score every sentence, pool per label; report: one embedding "
-        "per report (the papers' method)",
-    )
-
-
 def _embedder_args(p: argparse.ArgumentParser, *, choose: bool = True) -> None:
     from reportfed.paths import embeddings_cache_dir
 
@@ -303,7 +293,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("embed", help="embed a reports table into the cache, print throughput")
     p.add_argument("--reports", required=True)
-    _granularity_arg(p)
+    add_granularity(p)
     p.add_argument(
         "--text-column",
         default=None,
@@ -338,7 +328,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="what a blank label cell means: negative (not mentioned, the CheXpert labeler's "
         "convention) or ignore (not annotated)",
     )
-    _granularity_arg(p)
+    add_granularity(p)
     p.add_argument("--rounds", type=int, default=20, help="federated rounds (>= 1)")
     p.add_argument("--local-epochs", type=int, default=1, help="epochs per site and round")
     p.add_argument("--lr", type=float, default=1e-3, help="the sites' Adam learning rate")

@@ -111,7 +111,7 @@ class ReportLabeler:
         return embed_reports(
             texts,
             self._embedder(),
-            granularity=check_granularity(self.granularity),
+            granularity=self.granularity,
             cache_dir=cache,
             progress=self.progress,
         )

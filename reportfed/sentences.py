@@ -19,7 +19,12 @@ silently.
 from __future__ import annotations
 
 import re
+from typing import Literal
 
+#: what a model reads of a report: the whole text, or its sentences one by one
+#: (:mod:`reportfed.embed.granularity` embeds either)
+Granularity = Literal["report", "sentence"]
+GRANULARITIES: tuple[Granularity, ...] = ("report", "sentence")
 #: Longest unit (in whitespace-separated words) given to the encoder; longer sentences are
 #: windowed. 96 words stay under 256 word pieces unless a word averages over 2.6 pieces.
 MAX_WORDS = 96
@@ -112,6 +117,13 @@ def findings_sentences(text: str) -> list[str]:
     pairs = split_sections(text)
     kept = [s for section, s in pairs if not _CONTEXT_SECTIONS.match(section.strip())]
     return kept or [s for _, s in pairs]
+
+
+def check_granularity(granularity: str) -> Granularity:
+    """``granularity`` if it is one of :data:`GRANULARITIES`, else a ``ValueError``."""
+    if granularity not in GRANULARITIES:
+        raise ValueError(f"granularity must be one of {GRANULARITIES}, got {granularity!r}")
+    return granularity
 
 
 def windows(sentence: str, max_words: int = MAX_WORDS, overlap: int = OVERLAP) -> list[str]:

@@ -12,23 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
 
 import numpy as np
 
 from reportfed.embed.base import Embedder
 from reportfed.embed.cache import embed_texts
-from reportfed.sentences import report_units
+from reportfed.sentences import GRANULARITIES, Granularity, check_granularity, report_units
 
-Granularity = Literal["report", "sentence"]
-GRANULARITIES: tuple[Granularity, ...] = ("report", "sentence")
-
-
-def check_granularity(granularity: str) -> Granularity:
-    """``granularity`` if it is one of :data:`GRANULARITIES`, else a ``ValueError``."""
-    if granularity not in GRANULARITIES:
-        raise ValueError(f"granularity must be one of {GRANULARITIES}, got {granularity!r}")
-    return granularity
+__all__ = ["GRANULARITIES", "Granularity", "check_granularity", "embed_reports", "pad_units"]
 
 
 def pad_units(vectors: np.ndarray, counts: Sequence[int]) -> np.ndarray:

@@ -44,7 +44,7 @@ from torch.nn import functional
 from reportfed.aggregation import GlobalState, NodeUpdate, ServerMomentum, aggregate, node_arrays
 from reportfed.federation.engine import FederationConfig, Node, initial_state
 from reportfed.labels import LabelSpace
-from reportfed.model import SKIP
+from reportfed.model import SKIP, sentence_mask
 from reportfed.train import positive_weights
 
 Mode = Literal["surgical", "local-heads", "split", "none"]
@@ -140,7 +140,7 @@ def _pad_bags(x: np.ndarray, width: int) -> np.ndarray:
 def _flatten_bags(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Sentence bags ``(..., B, S, dim)`` as sentence rows ``(..., B * S', dim)`` and their mask
     ``(..., B, S')``, ``S'`` the longest bag among them."""
-    mask = (x != 0).any(-1)
+    mask = sentence_mask(x)
     width = int(mask.any(dim=tuple(range(mask.dim() - 1))).nonzero().max()) + 1 if mask.any() else 1
     x, mask = x[..., :width, :], mask[..., :width]
     return x.reshape(*x.shape[:-3], -1, x.shape[-1]), mask
@@ -222,8 +222,10 @@ class _Lockstep:
         ]
         dim = federations[0][0].x.shape[-1]
         #: the longest sentence bag of any node (sentence mode), else 0
-        self.bag = max(n.x.shape[1] for nodes in federations for n in nodes) * (
-            federations[0][0].x.ndim == 3
+        self.bag = (
+            max(n.x.shape[1] for nodes in federations for n in nodes)
+            if federations[0][0].x.ndim == 3
+            else 0
         )
         self.states = [
             initial_state(dim, LabelSpace.union(n.labels for n in nodes), c)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from reportfed.sentences import GRANULARITIES
+
 #: field -> (type, help); every default is off (0.0 / False)
 OPTIONS: dict[str, tuple[type, str]] = {
     "distill": (
@@ -39,6 +41,17 @@ def add_options(p: argparse.ArgumentParser) -> None:
             p.add_argument(f"--{dashed(field)}", action="store_true", help=text)
         else:
             p.add_argument(f"--{dashed(field)}", type=kind, default=kind(), help=text)
+
+
+def add_granularity(p: argparse.ArgumentParser) -> None:
+    """Add ``--granularity`` (how reports are embedded; the product's default, sentence) to ``p``."""
+    p.add_argument(
+        "--granularity",
+        choices=GRANULARITIES,
+        default="sentence",
+        help="sentence: score every sentence, pool per label; report: one embedding per report "
+        "(the papers' method)",
+    )
 
 
 def options(args: argparse.Namespace) -> dict[str, Any]:

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from reportfed.errors import ReportfedError
-from reportfed.federation.options import add_options, dashed, options
+from reportfed.federation.options import add_granularity, add_options, dashed, options
 
 
 def _say(msg: str) -> None:
@@ -205,12 +205,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--round-timeout", type=float, default=600.0)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--embedder", default="minilm")
-    p.add_argument(
-        "--granularity",
-        choices=["sentence", "report"],
-        default="sentence",
-        help="how every node embeds its reports: sentence (default) or report (the papers')",
-    )
+    add_granularity(p)
     p.add_argument("--no-resume", action="store_true", help="start over even if --out has a model")
     p.add_argument("--dp-noise", type=float, default=0.0, help="DP noise multiplier (0 = off)")
     p.add_argument("--dp-clip", type=float, default=1.0, help="DP clipping norm of node updates")
