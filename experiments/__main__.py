@@ -120,14 +120,22 @@ BASELINES = (
     "split",
     "local",
 )
-NOTES = (
-    "IU reports with all 13 findings annotated (3,832), MeSH-derived labels, all-MiniLM-L6-v2 "
-    "(bf16) unless stated, 80/20 split, 10% of each site's training rows held out for leak-free "
-    "thresholds, MLP 512-256, Adam 1e-3, batch 32, 20 rounds x 1 local epoch, unweighted surgical "
-    "aggregation; central and site-alone baselines train 20 epochs. Seeds 0..n-1; a seed fixes "
-    "the split, the partition and the training, so every method of a setting sees the same "
-    "partitions (paired tests). p: paired t-test against surgical aggregation on the same setting."
-)
+
+
+def notes(config: FederationConfig, repeats: int) -> str:
+    """The protocol shared by every table, with the rounds and seeds actually run."""
+    epochs = config.rounds * config.local_epochs
+    mlp = "-".join(map(str, config.hidden))
+    return (
+        "IU reports with all 13 findings annotated (3,832), MeSH-derived labels, all-MiniLM-L6-v2 "
+        "(bf16) unless stated, 80/20 split, 10% of each site's training rows held out for "
+        f"leak-free thresholds, MLP {mlp}, Adam {config.lr:g}, batch {config.batch_size}, "
+        f"{config.rounds} rounds x {config.local_epochs} local epoch(s), unweighted surgical "
+        f"aggregation; central and site-alone baselines train {epochs} epochs. Seeds "
+        f"0..{repeats - 1}; a seed fixes the split, the partition and the training, so every "
+        "method of a setting sees the same partitions (paired tests). p: paired t-test against "
+        "surgical aggregation on the same setting."
+    )
 
 
 def _iid(
@@ -425,14 +433,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     tag = f"{args.name}-quick" if args.quick else args.name
     runs, labels = run(tag, settings, repeats, config=config, methods={**METHODS, **VARIANTS})
     summary = summarize(runs, settings)
-    notes = NOTES
+    text_notes = notes(config, repeats)
     if args.name == "paper":
-        notes += "\n\nPaper (Shah et al., MIDL 2025, private radiologist labels): central 91.67%, K=2 89.98%, K=10 74.73%."
+        text_notes += "\n\nPaper (Shah et al., MIDL 2025, private radiologist labels): central 91.67%, K=2 89.98%, K=10 74.73%."
     if args.name == "embeddings":
-        notes += "\n\nEmbedders (kind:model:sha256 of the weight files:precision): " + ", ".join(
-            sorted(set(runs["embedder"]))
+        text_notes += (
+            "\n\nEmbedders (kind:model:sha256 of the weight files:precision): "
+            + ", ".join(sorted(set(runs["embedder"])))
         )
-    text = markdown(summary, f"Experiment: {tag}", notes)
+    text = markdown(summary, f"Experiment: {tag}", text_notes)
     focus = max(
         settings, key=lambda s: len(s.methods)
     ).name  # per-label detail where most methods ran

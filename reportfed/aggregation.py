@@ -226,34 +226,6 @@ def aggregate(
     )
 
 
-class ServerMomentum:
-    """Server momentum on the shared block (FedAvgM, Hsu et al. 2019), applied after a round's
-    merge: ``velocity <- momentum * velocity + (merged - previous)``, new shared block
-    ``previous + velocity``. The task rows stay exactly as merged. ``momentum=0`` returns the merge
-    unchanged (the papers' method). The velocity lives in this object, from round to round."""
-
-    def __init__(self, momentum: float = 0.0) -> None:
-        if not 0.0 <= momentum < 1.0:
-            raise ValueError(f"server momentum must be in [0, 1), got {momentum}")
-        self.momentum = momentum
-        self.velocity: dict[str, np.ndarray] | None = None
-
-    def apply(self, previous: GlobalState | None, merged: GlobalState) -> GlobalState:
-        """The state that follows ``previous`` when this round's merge gave ``merged`` (the merge
-        itself when there is no previous state)."""
-        if self.momentum == 0.0 or previous is None:
-            return merged
-        delta = {k: merged.shared[k] - previous.shared[k] for k in merged.shared}
-        if self.velocity is not None:
-            delta = {k: self.momentum * self.velocity[k] + d for k, d in delta.items()}
-        self.velocity = delta
-        shared = {
-            k: (previous.shared[k] + v).astype(merged.shared[k].dtype, copy=False)
-            for k, v in delta.items()
-        }
-        return GlobalState(labels=merged.labels, shared=shared, task=merged.task)
-
-
 def node_arrays(
     state: GlobalState, labels: Iterable[str]
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:

@@ -10,6 +10,7 @@ import argparse
 import json
 import sys
 import time
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from reportfed.errors import ReportfedError
+from reportfed.errors import ReportfedError, ReportfedWarning
 from reportfed.federation.options import add_granularity, add_options, options
 from reportfed.io import atomic_write, check_writable
 from reportfed.labels import CHEXPERT_13, CHEXPERT_14
@@ -392,14 +393,24 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``reportfed`` console script."""
     args = build_parser().parse_args(argv)
-    try:
-        args.func(args)
-    except ReportfedError as exc:
-        _say(f"reportfed: error: {exc}")
-        return 2
-    except KeyboardInterrupt:
-        _say("reportfed: interrupted")
-        return 130
+    with warnings.catch_warnings():
+        default = warnings.showwarning
+
+        def show(message: Warning | str, category: type[Warning], *rest: Any, **kw: Any) -> None:
+            if issubclass(category, ReportfedWarning):
+                _say(f"reportfed: warning: {message}")
+            else:
+                default(message, category, *rest, **kw)
+
+        warnings.showwarning = show
+        try:
+            args.func(args)
+        except ReportfedError as exc:
+            _say(f"reportfed: error: {exc}")
+            return 2
+        except KeyboardInterrupt:
+            _say("reportfed: interrupted")
+            return 130
     return 0
 
 

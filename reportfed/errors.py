@@ -50,3 +50,8 @@ class NoValidUpdateError(InvalidUpdateError):
     def __init__(self, rejected: dict[str, str]) -> None:
         super().__init__(",".join(sorted(rejected)), f"every update was rejected: {rejected}")
         self.rejected = rejected
+
+
+class ReportfedWarning(UserWarning):
+    """A result that was produced but is probably not what the user wants (the CLI prints it as
+    ``reportfed: warning: ...``)."""

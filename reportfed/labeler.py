@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -22,7 +24,7 @@ from reportfed.data.partition import holdout
 from reportfed.data.table import ReportTable
 from reportfed.embed import DEFAULT_EMBEDDER, Embedder, make_embedder
 from reportfed.embed.granularity import Granularity, check_granularity, embed_reports
-from reportfed.errors import ConfigError, ModelFileError, ReportfedError
+from reportfed.errors import ConfigError, ModelFileError, ReportfedError, ReportfedWarning
 from reportfed.federation.engine import (
     FederationConfig,
     Node,
@@ -210,6 +212,7 @@ class ReportLabeler:
                 self.predict_proba_embeddings(x[vrows]),
             )
         self.provenance_["val_rows"] = len(vrows)
+        _warn_if_untrained(result.history[-1]["loss"], self.thresholds_, kept, config)
         return self
 
     def _set_fitted(
@@ -454,3 +457,35 @@ def _checksum(tensors: dict[str, np.ndarray], meta: dict[str, Any] | None) -> st
         covered = {k: v for k, v in meta.items() if k != "checksum"}
         h.update(json.dumps(covered, sort_keys=True).encode())
     return h.hexdigest()
+
+
+#: binary cross-entropy of a model that says 0.5 everywhere
+CHANCE_LOSS = math.log(2)
+
+
+def _warn_if_untrained(
+    losses: dict[str, float], thresholds: np.ndarray, labels: LabelSpace, config: FederationConfig
+) -> None:
+    """Warn when training ran but did not learn: a node's final training loss no better than a
+    coin flip (skipped with ``balance``, whose positive weights change the loss scale), or
+    validation scores saturated at 0 or 1 (a threshold at the end of the range)."""
+    if not config.balance:
+        stuck = {n: v for n, v in losses.items() if not v < CHANCE_LOSS}
+        if stuck:
+            worst = max(stuck, key=lambda n: stuck[n])
+            warnings.warn(
+                f"training did not converge: the final training loss of node {worst!r} is "
+                f"{stuck[worst]:.3g}, no better than a coin flip ({CHANCE_LOSS:.3f}); the "
+                f"learning rate {config.lr:g} is likely too high",
+                ReportfedWarning,
+                stacklevel=3,
+            )
+    saturated = [n for n, t in zip(labels, thresholds, strict=True) if not 0 < t < 1]
+    if saturated:
+        warnings.warn(
+            f"scores saturated at 0 or 1 on the validation rows for {saturated} (thresholds "
+            f"at the end of the range); the model is overconfident, lower the learning rate "
+            f"(now {config.lr:g})",
+            ReportfedWarning,
+            stacklevel=3,
+        )

@@ -19,6 +19,19 @@ def shared_file(*parts: str) -> Path:
     return path
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # type: ignore[no-untyped-def]
+    """A failed test that ran processes (``LoopbackFederation``: SuperLink, SuperNodes, ``flwr
+    run``, which ServerApp logs through) shows the end of each process's log in its report."""
+    outcome = yield
+    report = outcome.get_result()
+    tmp = getattr(item, "funcargs", {}).get("tmp_path")
+    if report.when == "call" and report.failed and tmp is not None:
+        for log in sorted(Path(tmp).glob("*.log")):
+            text = log.read_text(errors="replace")
+            report.sections.append((f"process log {log.name} (last 6000 chars)", text[-6000:]))
+
+
 @pytest.fixture(scope="session")
 def iu_archive_or_none(pytestconfig: pytest.Config) -> Path | None:
     """The IU archive: ../shared's copy, else fetched once the way the product fetches it (the

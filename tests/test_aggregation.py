@@ -5,9 +5,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reportfed.aggregation import GlobalState, NodeUpdate, ServerMomentum, aggregate, node_arrays
+from reportfed.aggregation import GlobalState, NodeUpdate, aggregate, node_arrays
 from reportfed.errors import InvalidUpdateError
 from reportfed.labels import CHEXPERT_13, LabelSpace
+from reportfed.server import ServerMomentum
 
 H = 4
 

@@ -88,6 +88,7 @@ def test_train_from_node_tables_then_label_headerless_input(tmp_path, capsys, en
     )
     summary = json.loads(metrics.read_text())
     assert summary["labels"] == ["Cardiomegaly", "Atelectasis", "Pleural Effusion"]
+    assert "warning" not in capsys.readouterr().err
     out = tmp_path / "labeled.csv"
     sample = tmp_path / "headerless.csv"  # the CheXpert labeler's input: one report per row
     sample.write_text(
@@ -120,6 +121,15 @@ def test_train_from_node_tables_then_label_headerless_input(tmp_path, capsys, en
     assert labeled.loc[2, "Atelectasis"] == -1.0 and np.isnan(labeled.loc[0, "Atelectasis"])
     probs = pd.read_csv(tmp_path / "p.csv")
     assert probs.iloc[:, 1:].to_numpy().max() <= 1.0
+
+
+def test_a_learning_rate_that_wrecks_training_is_warned_about(tmp_path, capsys, env) -> None:
+    a, _ = node_tables(tmp_path, env)
+    out = ["--out", str(tmp_path / "m.safetensors"), "--metrics", str(tmp_path / "m.json")]
+    assert main(["train", "--node", str(a), "--rounds", "2", "--lr", "1e6", *out]) == 0
+    err = capsys.readouterr().err
+    assert "reportfed: warning: training did not converge" in err and "1e+06" in err
+    assert "reportfed: warning: scores saturated" in err
 
 
 def test_train_iu_simulation_writes_metrics(tmp_path, env) -> None:

@@ -77,3 +77,12 @@ def test_cli_forwards_to_the_experiment_runner(capsys) -> None:  # type: ignore[
     with pytest.raises(SystemExit) as exc:
         main(["experiment", "bogus", "--quick"])
     assert exc.value.code == 2 and "invalid choice: 'bogus'" in capsys.readouterr().err
+
+
+def test_the_notes_state_the_rounds_and_seeds_that_ran() -> None:
+    from experiments.__main__ import notes
+
+    quick = notes(FederationConfig(rounds=5), 3)
+    assert "5 rounds x 1 local epoch" in quick and "train 5 epochs" in quick
+    assert "Seeds 0..2" in quick and "20 rounds" not in quick
+    assert "20 rounds x 1 local epoch" in notes(FederationConfig(), 20)

@@ -3,6 +3,7 @@ site importing labels from a global model without training."""
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +32,23 @@ def test_certs_then_server_and_node_refuse_to_start_without_tls_material(
     args = ["federation", "node", "--superlink", "h:1", "--insecure", "--data", str(nolabels)]
     assert main(args) == 2
     assert "label" in capsys.readouterr().err
+
+
+def test_a_port_already_in_use_is_refused_in_one_line(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    data = tmp_path / "site.csv"
+    data.write_text("Reports,Cardiomegaly\nHeart is enlarged.,1\n")
+    with socket.socket() as taken:  # e.g. a first node on this machine, or a running server
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        node = ["federation", "node", "--data", str(data), "--superlink", "h:1", "--insecure"]
+        assert main([*node, "--port", port]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("reportfed: error: 127.0.0.1:" + port) and "own --port" in err
+        assert (
+            main(["federation", "server", "--insecure", "--host", "127.0.0.1", "--port", port]) == 2
+        )
+        assert "choose another --port" in capsys.readouterr().err
 
 
 def test_a_new_site_imports_labels_from_the_global_model(

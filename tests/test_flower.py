@@ -23,6 +23,7 @@ from reportfed.aggregation import Arrays, GlobalState
 from reportfed.embed.weights import resolve_model_path
 from reportfed.federation.engine import FederationConfig, initial_state
 from reportfed.federation.flower import client_app, server_app
+from reportfed.federation.flower.rounds import run_on_grid
 from reportfed.federation.flower.strategy import SurgicalAggregation
 from reportfed.federation.flower.wire import ARRAYS, config_record, federation_config
 from reportfed.labeler import ReportLabeler
@@ -63,21 +64,20 @@ def run_strategy(
         init_fn(config),
         min_nodes=min_nodes,
         evaluate_every=0,
-        timeout=5,
-        momentum=config.server_momentum,
+        join_timeout=5,
+        options=config,
     )
     states: list[GlobalState] = []
 
     def after(round_: int, arrays: ArrayRecord) -> None:
-        if round_ > 0:
-            states.append(strategy.global_state(arrays))
-            if between is not None:
-                between(round_, strategy, grid)
+        states.append(strategy.global_state(arrays))
+        if between is not None:
+            between(round_, strategy, grid)
 
     initial = strategy.register(grid, rounds)
-    strategy.start(
-        grid, initial, num_rounds=rounds, timeout=5, train_config=config_record(config),
-        evaluate_config=config_record(config), evaluate_fn=after,
+    run_on_grid(
+        strategy, grid, initial, range(1, rounds + 1), timeout=5,
+        config=config_record(config), after_round=after,
     )  # fmt: skip
     return strategy, states
 

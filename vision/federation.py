@@ -24,11 +24,12 @@ from typing import Any, Literal
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
 
-from reportfed.aggregation import GlobalState, NodeUpdate, aggregate, node_arrays
+from reportfed.aggregation import GlobalState, NodeUpdate, node_arrays
 from reportfed.labels import LabelSpace
 from reportfed.model import load_arrays, to_arrays
+from reportfed.rounds import round_seed, run_rounds
+from reportfed.server import ServerOptions, SurgicalServer
 from reportfed.train import masked_bce
 from vision.data import ImageDataset, ImageTable
 from vision.models import (
@@ -44,8 +45,8 @@ NormStrategy = Literal["fedavg", "fedbn", "fedbn+"]
 
 
 @dataclass(frozen=True)
-class ImageFederationConfig:
-    """Hyperparameters of an image federation."""
+class ImageFederationConfig(ServerOptions):
+    """Hyperparameters of an image federation (and the server's rules, shared with text)."""
 
     arch: Arch = "densenet121"
     rounds: int = 10
@@ -183,34 +184,40 @@ def run_image_federation(
     union = LabelSpace.union(n.table.label_space for n in nodes)
     reference = new_model(config, len(union))
     local = local_keys(reference, config.norm)
-    shared, task = to_arrays(reference, skip=local)
-    state = GlobalState(union, shared, task)
+    server = SurgicalServer(GlobalState(union, *to_arrays(reference, skip=local)), config)
     models = {n.name: new_model(config, len(n.table.label_space)) for n in nodes}
-    history: list[dict[str, Any]] = []
-    for r in tqdm(range(config.rounds), desc="rounds", disable=not progress, leave=False):
-        updates, losses, speed = [], {}, {}
-        for i, node in enumerate(nodes):
-            model = models[node.name]
-            load_arrays(model.cpu(), *node_arrays(state, node.table.label_space))
-            set_representation_trainable(model, r >= config.warmup_rounds)
-            losses[node.name], speed[node.name] = train_images(
-                model, node.table, config, epochs=config.local_epochs,
-                seed=config.seed * 100_003 + r * 1_009 + i, freeze_bn_stats=config.norm == "fedbn+",
-            )  # fmt: skip
-            shared, task = to_arrays(model, skip=local)
-            updates.append(
-                NodeUpdate(node.name, node.table.label_space, shared, task, len(node.table))
-            )
-        state = aggregate(updates, state).state
-        entry: dict[str, Any] = {"round": r + 1, "loss": losses, "images_per_s": speed}
-        if evaluate is not None:
-            for node in nodes:  # the nodes' models after loading the new global weights
-                load_arrays(models[node.name].cpu(), *node_arrays(state, node.table.label_space))
-            entry.update(evaluate(r + 1, state, models))
-        history.append(entry)
-    for node in nodes:
-        load_arrays(models[node.name].cpu(), *node_arrays(state, node.table.label_space))
-    return ImageFederationResult(state, models, history)
+
+    def load_global(state: GlobalState) -> None:
+        for node in nodes:
+            load_arrays(models[node.name].cpu(), *node_arrays(state, node.table.label_space))
+
+    def train(r: int, i: int, node: ImageNode, state: GlobalState) -> tuple[NodeUpdate, dict]:
+        model = models[node.name]
+        load_arrays(model.cpu(), *node_arrays(state, node.table.label_space))
+        set_representation_trainable(model, r >= config.warmup_rounds)
+        loss, speed = train_images(
+            model, node.table, config, epochs=config.local_epochs,
+            seed=round_seed(config.seed, r, i), freeze_bn_stats=config.norm == "fedbn+",
+        )  # fmt: skip
+        shared, task = to_arrays(model, skip=local)
+        update = NodeUpdate(node.name, node.table.label_space, shared, task, len(node.table))
+        return update, {"loss": loss, "images_per_s": speed}
+
+    def evaluate_nodes(r: int, state: GlobalState) -> dict[str, Any]:
+        assert evaluate is not None
+        load_global(state)  # the nodes' models with the new global weights
+        return evaluate(r, state, models)
+
+    history = run_rounds(
+        server,
+        nodes,
+        config.rounds,
+        train,
+        evaluate=None if evaluate is None else evaluate_nodes,
+        progress=progress,
+    )
+    load_global(server.state)
+    return ImageFederationResult(server.state, models, history)
 
 
 def global_image_model(

@@ -23,6 +23,7 @@ from safetensors.numpy import save
 
 from reportfed.aggregation import Arrays, node_arrays
 from reportfed.errors import ReportfedError
+from reportfed.federation.flower.rounds import run_on_grid
 from reportfed.federation.flower.site import split_rows
 from reportfed.federation.flower.strategy import SurgicalAggregation
 from reportfed.federation.flower.wire import (
@@ -37,6 +38,7 @@ from reportfed.federation.flower.wire import (
 from reportfed.io import atomic_write
 from reportfed.labels import LabelSpace
 from reportfed.model import load_arrays, to_arrays
+from reportfed.rounds import round_seed
 from vision.data import ImageTable, read_image_table
 from vision.federation import (
     ImageFederationConfig,
@@ -142,7 +144,7 @@ def train(msg: Message, context: Context) -> Message:
         node.train,
         node.config,
         epochs=node.config.local_epochs,
-        seed=node.config.seed * 100_003 + (round_ - 1) * 1_009 + int(meta["node-index"]),  # type: ignore[arg-type]
+        seed=round_seed(node.config.seed, round_ - 1, int(meta["node-index"])),  # type: ignore[arg-type]
         freeze_bn_stats=node.config.norm == "fedbn+",
     )
     keep = local_keys(model, node.config.norm)
@@ -195,19 +197,20 @@ def main(grid: Grid, context: Context) -> None:
     strategy = SurgicalAggregation(
         init_fn,
         min_nodes=int(run.get("min-nodes", 2)),
+        options=config,
         evaluate_every=int(run.get("evaluate-every", 0)),
-        timeout=float(run.get("round-timeout", 600.0)),
+        join_timeout=float(run.get("join-timeout", 600.0)),
     )
     initial = strategy.register(grid, config.rounds)
-    result = strategy.start(
+    final = run_on_grid(
+        strategy,
         grid,
         initial,
-        num_rounds=config.rounds,
+        range(1, config.rounds + 1),
         timeout=float(run.get("round-timeout", 600.0)),
-        train_config=ConfigRecord({}),
-        evaluate_config=ConfigRecord({}),
+        config=ConfigRecord({}),
     )
-    state = strategy.global_state(result.arrays)
+    state = strategy.global_state(final)
     tensors = {f"shared.{k}": np.ascontiguousarray(v) for k, v in state.shared.items()}
     tensors.update({f"task.{k}": np.ascontiguousarray(v) for k, v in state.task.items()})
     meta = {"labels": list(state.labels), "fingerprint": strategy.fingerprint,

@@ -12,20 +12,13 @@ from typing import Any
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
 
-from reportfed.aggregation import (
-    GlobalState,
-    NodeUpdate,
-    OnInvalid,
-    ServerMomentum,
-    Weighting,
-    aggregate,
-    node_arrays,
-)
+from reportfed.aggregation import GlobalState, NodeUpdate, node_arrays
 from reportfed.errors import ConfigError
 from reportfed.labels import LabelSpace
 from reportfed.model import ReportMLP, load_arrays, to_arrays
+from reportfed.rounds import round_seed, run_rounds
+from reportfed.server import ServerOptions, SurgicalServer
 from reportfed.train import positive_weights, predict_proba, train_local
 
 
@@ -47,7 +40,7 @@ class Node:
 
 
 @dataclass(frozen=True)
-class FederationConfig:
+class FederationConfig(ServerOptions):
     """Hyperparameters of a federated run (defaults: the paper's code).
 
     ``distill`` > 0 turns on knowledge transfer for the labels a node does not annotate: the node
@@ -72,18 +65,16 @@ class FederationConfig:
     batch_size: int = 32
     hidden: tuple[int, ...] = (512, 256)
     dropout: float = 0.2
-    weighting: Weighting = "uniform"
-    on_invalid: OnInvalid = "raise"
     seed: int = 0
     distill: float = 0.0
     weight_decay: float = 0.0
     balance: bool = False
     skip: bool = False
-    server_momentum: float = 0.0
     prox: float = 0.0
 
     def __post_init__(self) -> None:
         """Refuse values no run can use (a ``ConfigError`` naming the field and its range)."""
+        super().__post_init__()
         checks = {
             "rounds": (self.rounds >= 1, "an integer >= 1"),
             "local_epochs": (self.local_epochs >= 1, "an integer >= 1"),
@@ -91,14 +82,11 @@ class FederationConfig:
             "lr": (math.isfinite(self.lr) and self.lr > 0, "a finite number > 0"),
             "hidden": (all(h >= 1 for h in self.hidden), "layer widths >= 1"),
             "dropout": (0 <= self.dropout < 1, "in [0, 1)"),
-            "weighting": (self.weighting in ("uniform", "samples"), "'uniform' or 'samples'"),
-            "on_invalid": (self.on_invalid in ("raise", "drop"), "'raise' or 'drop'"),
             "distill": (math.isfinite(self.distill) and self.distill >= 0, "a finite number >= 0"),
             "weight_decay": (
                 math.isfinite(self.weight_decay) and self.weight_decay >= 0,
                 "a finite number >= 0",
             ),
-            "server_momentum": (0 <= self.server_momentum < 1, "in [0, 1)"),
             "prox": (math.isfinite(self.prox) and self.prox >= 0, "a finite number >= 0"),
             "node_lr": (
                 all(math.isfinite(v) and v > 0 for v in self.node_lr.values()),
@@ -177,7 +165,7 @@ def local_round(
         epochs=config.local_epochs,
         lr=config.node_lr.get(node.name, config.lr),
         batch_size=config.batch_size,
-        seed=config.seed * 100_003 + round_ * 1_009 + node_index,
+        seed=round_seed(config.seed, round_, node_index),
         soft=None if soft is None else torch.from_numpy(soft),
         distill=config.distill,
         weight_decay=config.weight_decay,
@@ -206,21 +194,14 @@ def run_federation(
     if len(dims) != 1:
         raise ValueError(f"nodes disagree on embedding dimension: {sorted(dims)}")
     dim = dims.pop()
-    state = initial_state(dim, LabelSpace.union(n.labels for n in nodes), config)
-    heads = [len(state.labels) if config.distill > 0 else len(n.labels) for n in nodes]
+    start = initial_state(dim, LabelSpace.union(n.labels for n in nodes), config)
+    server = SurgicalServer(start, config)
+    heads = [len(start.labels) if config.distill > 0 else len(n.labels) for n in nodes]
     models = [node_model(dim, h, config) for h in heads]
-    momentum = ServerMomentum(config.server_momentum)
-    history: list[dict[str, Any]] = []
-    for r in tqdm(range(config.rounds), desc="rounds", disable=not progress, leave=False):
-        results = [local_round(n, state, config, r, i, models[i]) for i, n in enumerate(nodes)]
-        outcome = aggregate(
-            [u for u, _ in results], state, weighting=config.weighting, on_invalid=config.on_invalid
-        )
-        state = momentum.apply(state, outcome.state)
-        entry: dict[str, Any] = {"round": r + 1, "loss": {u.node_id: loss for u, loss in results}}
-        if outcome.rejected:
-            entry["rejected"] = outcome.rejected
-        if evaluate is not None:
-            entry.update(evaluate(r + 1, state))
-        history.append(entry)
-    return FederationResult(state=state, history=history, config=config)
+
+    def train(r: int, i: int, node: Node, state: GlobalState) -> tuple[NodeUpdate, dict]:
+        update, loss = local_round(node, state, config, r, i, models[i])
+        return update, {"loss": loss}
+
+    history = run_rounds(server, nodes, config.rounds, train, evaluate=evaluate, progress=progress)
+    return FederationResult(state=server.state, history=history, config=config)

@@ -41,10 +41,12 @@ import numpy as np
 import torch
 from torch.nn import functional
 
-from reportfed.aggregation import GlobalState, NodeUpdate, ServerMomentum, aggregate, node_arrays
+from reportfed.aggregation import GlobalState, NodeUpdate, node_arrays
 from reportfed.federation.engine import FederationConfig, Node, initial_state
 from reportfed.labels import LabelSpace
 from reportfed.model import SKIP, sentence_mask
+from reportfed.rounds import round_seed
+from reportfed.server import SurgicalServer
 from reportfed.train import positive_weights
 
 Mode = Literal["surgical", "local-heads", "split", "none"]
@@ -227,14 +229,13 @@ class _Lockstep:
             if federations[0][0].x.ndim == 3
             else 0
         )
-        self.states = [
-            initial_state(dim, LabelSpace.union(n.labels for n in nodes), c)
+        self.servers = [
+            SurgicalServer(initial_state(dim, LabelSpace.union(n.labels for n in nodes), c), c)
             for nodes, c in zip(federations, configs, strict=True)
         ]
-        self.momentum = [ServerMomentum(c.server_momentum) for c in configs]
         # the labels of each node's head: its own, or every label of its federation (distill)
         self.heads = [
-            self.states[f].labels if self.config.distill > 0 else n.labels
+            self.servers[f].state.labels if self.config.distill > 0 else n.labels
             for f, _, n in self.members
         ]
         width = max(len(h) for h in self.heads)
@@ -277,7 +278,7 @@ class _Lockstep:
 
     def _view(self, k: int) -> GlobalState:
         """What node ``k`` receives from its federation's global model: its head's rows."""
-        shared, task = node_arrays(self.states[self.members[k][0]], self.heads[k])
+        shared, task = node_arrays(self.servers[self.members[k][0]].state, self.heads[k])
         return GlobalState(self.heads[k], shared, task)
 
     def _own(self, k: int) -> GlobalState:
@@ -317,7 +318,7 @@ class _Lockstep:
         # the loop's dropout draws are replayed for report rows; sentence bags draw per step
         keep = [torch.zeros(*shape, h) for h in c.hidden] if not self.bag else []
         for k, (f, i, node) in enumerate(self.members):
-            seed = self.configs[f].seed * 100_003 + round_ * 1_009 + i
+            seed = round_seed(self.configs[f].seed, round_, i)
             order_gen, mask_gen = torch.Generator(), torch.Generator()
             order_gen.manual_seed(seed), mask_gen.manual_seed(seed)
             step = 0
@@ -335,7 +336,8 @@ class _Lockstep:
 
     def _train_round(self, round_: int) -> list[float]:
         rows, keep, steps_t = self._schedule(round_)
-        bag_dropout = torch.Generator().manual_seed(self.configs[0].seed * 100_003 + round_)
+        # sentence rows' dropout: one stream per round, apart from every node's (index -1)
+        bag_dropout = torch.Generator().manual_seed(round_seed(self.configs[0].seed, round_, -1))
         soft = self._soft_targets()
         params = self.stack.params()
         for p in params:
@@ -457,11 +459,7 @@ class _Lockstep:
                         node.name, node.labels, view.shared, view.task, num_examples=len(node.x)
                     )
                 )
-            c = self.configs[f]
-            merged = aggregate(
-                updates, self.states[f], weighting=c.weighting, on_invalid=c.on_invalid
-            ).state
-            self.states[f] = self.momentum[f].apply(self.states[f], merged)
+            self.servers[f].step(updates)
             for k, _ in members:
                 self.stack.load(k, self._view(k), task=self.mode == "surgical")
 
@@ -475,7 +473,7 @@ class _Lockstep:
             members = self._members_of(f)
             out.append(
                 LockstepResult(
-                    state=self.states[f] if self.mode == "surgical" else None,
+                    state=self.servers[f].state if self.mode == "surgical" else None,
                     nodes={n.name: self._own(k) for k, n in members},
                     loss=[{n.name: h[k] for k, n in members} for h in history],
                 )

@@ -53,8 +53,13 @@ def cmd_certs(args: argparse.Namespace) -> None:
 
 
 def cmd_server(args: argparse.Namespace) -> None:
-    from reportfed.federation.flower.launch import Certificates, superlink_command
+    from reportfed.federation.flower.launch import (
+        Certificates,
+        check_port_free,
+        superlink_command,
+    )
 
+    check_port_free(args.host, args.port, "is a server already running? choose another --port")
     directory = _tls(args, "certificates")
     try:
         certs = Certificates.in_dir(directory) if directory else None
@@ -73,8 +78,11 @@ def cmd_server(args: argparse.Namespace) -> None:
 
 def cmd_node(args: argparse.Namespace) -> None:
     from reportfed.data.table import read_reports
-    from reportfed.federation.flower.launch import supernode_command
+    from reportfed.federation.flower.launch import check_port_free, supernode_command
 
+    check_port_free(
+        "127.0.0.1", args.port, "each node on one machine needs its own --port (default 9094)"
+    )
     ca = _tls(args, "root-certificates")
     data = Path(args.data).resolve()
     table = read_reports(data, require_labels=True)  # fail here, not inside Flower
@@ -109,6 +117,7 @@ def _run_config(args: argparse.Namespace) -> dict[str, str | int | float | bool]
         "min-nodes": args.min_nodes,
         "evaluate-every": args.evaluate_every,
         "round-timeout": args.round_timeout,
+        "join-timeout": args.join_timeout,
         "seed": args.seed,
         "embedder": args.embedder,
         "granularity": args.granularity,
@@ -202,7 +211,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_options(p)
     p.add_argument("--min-nodes", type=int, default=2)
     p.add_argument("--evaluate-every", type=int, default=1)
-    p.add_argument("--round-timeout", type=float, default=600.0)
+    p.add_argument(
+        "--round-timeout", type=float, default=600.0, help="seconds a round waits for updates"
+    )
+    p.add_argument(
+        "--join-timeout",
+        type=float,
+        default=600.0,
+        help="seconds a node has to answer its first message (it embeds its reports then)",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--embedder", default="minilm")
     add_granularity(p)

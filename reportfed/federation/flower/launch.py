@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from reportfed.errors import ReportfedError
 from reportfed.io import atomic_write
 
 APP_DIR = Path(__file__).with_name("app")
@@ -197,6 +198,19 @@ def generate_certificates(
     return certs
 
 
+def check_port_free(host: str, port: int, hint: str) -> None:
+    """Refuse a port another process listens on before Flower starts (and fails with a raw
+    ``address already in use``); ``hint`` says what to do instead."""
+    if not 0 < port < 65536:
+        raise ReportfedError(f"port {port} is not a TCP port (1-65535)")
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError as exc:
+            raise ReportfedError(f"{host}:{port} cannot be used ({exc.strerror}): {hint}") from None
+
+
 def free_port() -> int:
     """A TCP port free on 127.0.0.1 right now."""
     with socket.socket() as s:
@@ -280,17 +294,19 @@ class LoopbackFederation:
         os.killpg(self.procs[f"node-{name}"].pid, signal.SIGKILL)
 
     def run(self, run_config: Mapping[str, Value], timeout: float = 3600.0) -> str:
-        """``flwr run`` to completion; returns its output (raises on failure)."""
-        done = subprocess.run(
-            run_command(run_config),
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            cwd=self.root,
-        )
-        output = done.stdout + done.stderr
-        (self.root / "flwr-run.log").write_text(output)
+        """``flwr run`` to completion; returns its output, streamed to ``flwr-run.log`` as it
+        comes (raises on failure or timeout)."""
+        path = self.root / "flwr-run.log"
+        with open(path, "wb") as log:
+            done = subprocess.run(
+                run_command(run_config),
+                env=self.env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                timeout=timeout,
+                cwd=self.root,
+            )
+        output = path.read_text(errors="replace")
         if done.returncode != 0:
             raise RuntimeError(f"flwr run failed ({done.returncode}):\n{output[-4000:]}")
         return output

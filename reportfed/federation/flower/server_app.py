@@ -7,7 +7,8 @@ Run config (``app/pyproject.toml``, overridable with ``flwr run --run-config``):
 ``server-momentum`` (FedAvgM on the representation block; 0 = off), ``prox`` (FedProx; 0 = off),
 ``embedder``, ``granularity`` ("sentence" or "report": how every node embeds its reports),
 ``fingerprint`` (required embedder fingerprint, "" = the
-nodes' most common), ``min-nodes``, ``evaluate-every``, ``round-timeout`` (s), ``out`` (directory
+nodes' most common), ``min-nodes``, ``evaluate-every``, ``round-timeout`` (s), ``join-timeout`` (s a node has to answer its first message, while it
+embeds its reports), ``out`` (directory
 of ``global.safetensors`` and ``history.json``), ``resume``, ``dp-noise`` / ``dp-clip``
 (client-side clipping + central Gaussian noise through Flower's DP wrapper; off when 0).
 
@@ -25,13 +26,14 @@ from logging import INFO, WARNING
 from pathlib import Path
 from typing import Any
 
-from flwr.app import ArrayRecord, Context, MetricRecord
+from flwr.app import ArrayRecord, Context
 from flwr.serverapp import Grid, ServerApp
 from flwr.serverapp.strategy import DifferentialPrivacyClientSideFixedClipping, Strategy
 from flwr.supercore import log
 
 from reportfed.aggregation import Arrays, GlobalState
 from reportfed.federation.engine import FederationConfig, initial_state
+from reportfed.federation.flower.rounds import run_on_grid
 from reportfed.federation.flower.strategy import SurgicalAggregation
 from reportfed.federation.flower.wire import config_record, federation_config
 from reportfed.io import atomic_write
@@ -103,10 +105,9 @@ def main(grid: Grid, context: Context) -> None:
         init_fn,
         min_nodes=int(rc["min-nodes"]),
         fingerprint=(resumed[2] if resumed else str(rc.get("fingerprint") or "")) or None,
-        weighting=config.weighting,
+        options=config,
         evaluate_every=int(rc["evaluate-every"]),
-        timeout=float(rc["round-timeout"]),
-        momentum=config.server_momentum,
+        join_timeout=float(rc["join-timeout"]),
     )
     done = resumed[1] if resumed else 0
     if done >= config.rounds:
@@ -120,14 +121,11 @@ def main(grid: Grid, context: Context) -> None:
         return
     if resumed:
         strategy.history = [e for e in resumed[3] if e.get("round", 0) <= done]
-    remaining = config.rounds - done
-    initial = strategy.register(grid, remaining, resume=(resumed[0], done) if resumed else None)
+        log(INFO, "resuming after round %d with labels %s", done, list(resumed[0].labels))
+    initial = strategy.register(grid, config.rounds, resume=resumed[0] if resumed else None)
 
-    def checkpoint(server_round: int, arrays: ArrayRecord) -> MetricRecord | None:
-        if server_round > 0:
-            state = strategy.global_state(arrays)
-            _save(out, strategy, state, server_round + done, config, rc)
-        return None
+    def checkpoint(round_: int, arrays: ArrayRecord) -> None:
+        _save(out, strategy, strategy.global_state(arrays), round_, config, rc)
 
     runner: Strategy = strategy
     if float(rc.get("dp-noise", 0.0)) > 0:
@@ -137,13 +135,13 @@ def main(grid: Grid, context: Context) -> None:
             clipping_norm=float(rc["dp-clip"]),
             num_sampled_clients=len(strategy.members),
         )
-    runner.start(
+    run_on_grid(
+        runner,
         grid,
         initial,
-        num_rounds=remaining,
+        range(done + 1, config.rounds + 1),
         timeout=float(rc["round-timeout"]),
-        train_config=config_record(config),
-        evaluate_config=config_record(config),
-        evaluate_fn=checkpoint,
+        config=config_record(config),
+        after_round=checkpoint,
     )
     log(INFO, "global model: %s", out / MODEL_FILE)

@@ -2,7 +2,8 @@
 
 Flower's FedAvg needs every reply to carry the same arrays; here every node carries the rows of
 its own labels, so the strategy keeps the global label space and lets
-:func:`reportfed.aggregation.aggregate` do the averaging. Flow of a run:
+:class:`reportfed.server.SurgicalServer` do the averaging. Rounds are numbered over a run's
+whole life (a resumed run goes on from its checkpoint's round). Flow of a run:
 
 1. :meth:`SurgicalAggregation.register` asks every connected node (message type ``query``) for
    its name, labels, embedder fingerprint, input dimension and sample count; nodes whose
@@ -12,10 +13,10 @@ its own labels, so the strategy keeps the global label space and lets
 2. Every round (:meth:`configure_train`), each registered, connected node receives the shared block
    and the rows of its own labels; nodes that connected since are registered first.
 3. :meth:`aggregate_train` turns replies into :class:`~reportfed.aggregation.NodeUpdate` and
-   aggregates them with ``on_invalid="drop"``: error replies (a dead node), NaN/Inf and wrong
-   shapes are logged and left out; labels nobody sent keep their last rows; a label a node brings
-   in a later round joins the global model. Fewer than ``min_nodes`` accepted updates leave the
-   global model unchanged for that round.
+   steps the :class:`~reportfed.server.SurgicalServer` with ``on_invalid="drop"``: error replies
+   (a dead node), NaN/Inf and wrong shapes are logged and left out; labels nobody sent keep their
+   last rows; a label a node brings in a later round joins the global model. Fewer than
+   ``min_nodes`` accepted updates leave the global model unchanged for that round.
 4. Evaluation (:meth:`configure_evaluate`, every ``evaluate_every`` rounds and at the last) runs on
    each node's held-out rows; :meth:`aggregate_evaluate` averages per label over the nodes having it
    (weighted by their annotated rows) and keeps per-label thresholds for the model file.
@@ -26,7 +27,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from logging import ERROR, INFO, WARNING
 from typing import Any
 
@@ -36,18 +37,11 @@ from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Strategy
 from flwr.supercore import log
 
-from reportfed.aggregation import (
-    Arrays,
-    GlobalState,
-    NodeUpdate,
-    ServerMomentum,
-    Weighting,
-    aggregate,
-    node_arrays,
-)
-from reportfed.errors import LabelError, NoValidUpdateError
+from reportfed.aggregation import Arrays, GlobalState, NodeUpdate, node_arrays
+from reportfed.errors import LabelError
 from reportfed.federation.flower.wire import ARRAYS, META, METRICS, from_record, to_record
 from reportfed.labels import LabelSpace
+from reportfed.server import ServerOptions, SurgicalServer
 
 InitFn = Callable[[int, LabelSpace], tuple[Arrays, Arrays]]
 
@@ -75,15 +69,15 @@ class SurgicalAggregation(Strategy):
     fingerprint:
         The embedder fingerprint every node must have; ``None`` takes the most common one among
         the first nodes to register.
-    weighting:
-        ``"uniform"`` (papers) or ``"samples"``.
+    options:
+        The server's rules (:class:`~reportfed.server.ServerOptions`), applied by a
+        :class:`~reportfed.server.SurgicalServer`. An invalid update is always dropped here
+        (``on_invalid="drop"``): one node's NaN must not end a federation of hospitals.
     evaluate_every:
         Evaluate on the nodes every this many rounds (and after the last); ``0`` only after the last.
-    timeout:
-        Seconds to wait for query replies.
-    momentum:
-        Server momentum on the representation block (:class:`ServerMomentum`; 0 = off). Its
-        velocity is not checkpointed: a resumed run starts it from zero.
+    join_timeout:
+        Seconds a new node has to answer its first message (the query): it reads and embeds its
+        reports then, which can take minutes where the round itself takes seconds.
     """
 
     def __init__(
@@ -92,29 +86,26 @@ class SurgicalAggregation(Strategy):
         *,
         min_nodes: int = 2,
         fingerprint: str | None = None,
-        weighting: Weighting = "uniform",
+        options: ServerOptions | None = None,
         evaluate_every: int = 1,
-        timeout: float = 120.0,
-        momentum: float = 0.0,
+        join_timeout: float = 600.0,
     ) -> None:
         if min_nodes < 1:
             raise ValueError(f"min_nodes must be >= 1, got {min_nodes}")
         self.init_fn = init_fn
         self.min_nodes = min_nodes
         self.fingerprint = fingerprint
-        self.weighting: Weighting = weighting
+        self.options = replace(options or ServerOptions(), on_invalid="drop")
         self.evaluate_every = evaluate_every
-        self.timeout = timeout
+        self.join_timeout = join_timeout
         self.labels = LabelSpace(())
         self.dim: int | None = None
         self.members: dict[int, Member] = {}
         self.excluded: dict[int, str] = {}
-        self.round_offset = 0
         self.last_round = 0
         self.thresholds: dict[str, float] = {}
         self.history: list[dict[str, Any]] = []
-        self._previous: GlobalState | None = None
-        self._momentum = ServerMomentum(momentum)
+        self.server: SurgicalServer | None = None
         self._awaiting: set[int] = set()
         self._started = 0.0
 
@@ -122,16 +113,15 @@ class SurgicalAggregation(Strategy):
     def register(
         self,
         grid: Grid,
-        num_rounds: int,
+        last_round: int,
         *,
-        resume: tuple[GlobalState, int] | None = None,
+        resume: GlobalState | None = None,
         wait: float = 600.0,
     ) -> ArrayRecord:
-        """Wait for ``min_nodes`` nodes, register them, and return the initial global arrays.
-
-        ``resume=(state, done_rounds)`` continues a run from its checkpoint: rounds restart at
-        ``done_rounds + 1`` and ``num_rounds`` counts the rounds still to run.
-        """
+        """Wait for ``min_nodes`` nodes, register them, and return the initial global arrays:
+        new (``init_fn`` over the union of the nodes' labels) or a checkpoint's (``resume``).
+        ``last_round`` is the run's last round number (rounds are numbered from 1 over a resumed
+        run's whole life)."""
         waited = 0.0
         while len(list(grid.get_node_ids())) < self.min_nodes:
             if waited >= wait:
@@ -149,17 +139,14 @@ class SurgicalAggregation(Strategy):
                 f"{len(self.members)} node(s) registered, {self.min_nodes} needed; excluded: "
                 f"{self.excluded}"
             )
-        if resume is not None:
-            state, done = resume
-            self.labels, self.round_offset = state.labels, done
-            self.last_round = done + num_rounds
-            log(INFO, "resuming after round %d with labels %s", done, list(state.labels))
-            return to_record(state.shared, state.task)
-        assert self.dim is not None
-        self.labels = LabelSpace.union(m.labels for m in self.members.values())
-        self.last_round = num_rounds
-        shared, task = self.init_fn(self.dim, self.labels)
-        return to_record(shared, task)
+        self.last_round = last_round
+        if resume is None:
+            assert self.dim is not None
+            labels = LabelSpace.union(m.labels for m in self.members.values())
+            resume = GlobalState(labels, *self.init_fn(self.dim, labels))
+        self.labels = resume.labels
+        self.server = SurgicalServer(resume, self.options, min_nodes=self.min_nodes)
+        return to_record(resume.shared, resume.task)
 
     def _register_new(self, grid: Grid) -> None:
         new = sorted(set(grid.get_node_ids()) - set(self.members) - set(self.excluded))
@@ -170,7 +157,7 @@ class SurgicalAggregation(Strategy):
             for n in new
         ]
         infos = []
-        for reply in grid.send_and_receive(queries, timeout=self.timeout):
+        for reply in grid.send_and_receive(queries, timeout=self.join_timeout):
             node_id = reply.metadata.src_node_id
             if reply.has_error():
                 log(WARNING, "node %d did not answer the query: %s", node_id, reply.error.reason)
@@ -239,7 +226,7 @@ class SurgicalAggregation(Strategy):
             shared, task = node_arrays(state, known)
             meta = ConfigRecord(dict(config))
             meta["labels"] = known
-            meta["round"] = server_round + self.round_offset
+            meta["round"] = server_round
             meta["node-index"] = member.index
             content = RecordDict({ARRAYS: to_record(shared, task), META: meta})
             messages.append(Message(content, dst_node_id=member.node_id, message_type=kind))
@@ -251,8 +238,10 @@ class SurgicalAggregation(Strategy):
     ) -> Iterable[Message]:
         """Register newly connected nodes, then send each node the shared block and its rows."""
         self._register_new(grid)
-        self._previous = self.global_state(arrays)
-        messages = self._messages("train", server_round, self._previous, config, grid)
+        assert self.server is not None, "register() first"
+        # the arrays Flower hands back are the global model (a DP wrapper may have noised them)
+        self.server.state = self.global_state(arrays)
+        messages = self._messages("train", server_round, self.server.state, config, grid)
         self._awaiting = {m.metadata.dst_node_id for m in messages}
         self._started = time.perf_counter()
         return messages
@@ -261,7 +250,7 @@ class SurgicalAggregation(Strategy):
         self, server_round: int, replies: Iterable[Message]
     ) -> tuple[ArrayRecord | None, MetricRecord | None]:
         """Surgical aggregation of the valid replies; see the module docstring."""
-        round_ = server_round + self.round_offset
+        assert self.server is not None, "register() first"
         replies = list(replies)
         updates, failed, losses = [], {}, {}
         for reply in replies:
@@ -288,59 +277,51 @@ class SurgicalAggregation(Strategy):
             elif node_id not in replied:
                 failed[member.name] = "no reply within the round timeout"
         for name, reason in failed.items():
-            log(ERROR, "round %d: no update from %r: %s", round_, name, reason)
-        entry: dict[str, Any] = {"round": round_, "failed": failed, "loss": losses}
-        entry["seconds"] = round(time.perf_counter() - self._started, 3)
-        self.history.append(entry)
-        if len(updates) < self.min_nodes:
-            log(
-                WARNING, "round %d: %d update(s) < min_nodes; model unchanged", round_, len(updates)
-            )
-            entry.update(accepted=[u.node_id for u in updates], rejected={}, aggregated=False)
-            return None, None
-        try:
-            result = aggregate(updates, self._previous, weighting=self.weighting, on_invalid="drop")
-            accepted, rejected = result.accepted, result.rejected
-        except NoValidUpdateError as exc:
-            accepted, rejected = [], exc.rejected
-        for name, reason in rejected.items():
-            log(ERROR, "round %d: rejected the update of %r: %s", round_, name, reason)
-        entry.update(accepted=accepted, rejected=rejected)
-        if len(accepted) < self.min_nodes:
+            log(ERROR, "round %d: no update from %r: %s", server_round, name, reason)
+        step = self.server.step(updates)
+        for name, reason in step.rejected.items():
+            log(ERROR, "round %d: rejected the update of %r: %s", server_round, name, reason)
+        self.history.append(
+            {
+                "round": server_round,
+                "failed": failed,
+                "loss": losses,
+                "seconds": round(time.perf_counter() - self._started, 3),
+                "accepted": step.accepted,
+                "rejected": step.rejected,
+                "aggregated": step.aggregated,
+            }
+        )
+        if not step.aggregated:
             log(
                 WARNING,
                 "round %d: %d valid update(s) < min_nodes; model unchanged",
-                round_,
-                len(accepted),
+                server_round,
+                len(step.accepted),
             )
-            entry["aggregated"] = False
             return None, None
-        entry["aggregated"] = True
         by_name = {m.name: m for m in self.members.values()}
         for update in updates:
-            if update.node_id in result.accepted:
+            if update.node_id in step.accepted:
                 by_name[update.node_id].labels = LabelSpace.of(update.labels, allow_unknown=True)
-        grown = [c for c in result.state.labels if c not in self.labels]
-        if grown:
-            log(INFO, "round %d: new label(s) joined the federation: %s", round_, grown)
-        self.labels = result.state.labels
+        if step.joined:
+            log(INFO, "round %d: new label(s) joined the federation: %s", server_round, step.joined)
+        self.labels = step.state.labels
         metrics = MetricRecord(
             {
-                "nodes": len(result.accepted),
-                "rejected": len(result.rejected) + len(failed),
-                "train-loss": float(np.mean([losses[n] for n in result.accepted])),
+                "nodes": len(step.accepted),
+                "rejected": len(step.rejected) + len(failed),
+                "train-loss": float(np.mean([losses[n] for n in step.accepted])),
             }
         )
-        state = self._momentum.apply(self._previous, result.state)
-        return to_record(state.shared, state.task), metrics
+        return to_record(step.state.shared, step.state.task), metrics
 
     def configure_evaluate(
         self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid
     ) -> Iterable[Message]:
         """Send the global rows to every node on evaluation rounds."""
-        round_ = server_round + self.round_offset
-        due = round_ >= self.last_round or (
-            self.evaluate_every > 0 and round_ % self.evaluate_every == 0
+        due = server_round >= self.last_round or (
+            self.evaluate_every > 0 and server_round % self.evaluate_every == 0
         )
         if not due:
             return []
@@ -374,12 +355,11 @@ class SurgicalAggregation(Strategy):
         for label in self.labels:
             if label in sums:
                 n, auc, thr = sums[label]
-                out[f"auroc/{label}"] = auc / n
-                self.thresholds[label] = thr / n
+                out[f"auroc/{label}"] = float(auc / n)
+                self.thresholds[label] = float(thr / n)
         out["macro-auroc"] = float(np.mean([v for k, v in out.items() if k.startswith("auroc/")]))
-        round_ = server_round + self.round_offset
         for entry in self.history:
-            if entry["round"] == round_:
+            if entry["round"] == server_round:
                 entry["evaluation"] = dict(out)
         return MetricRecord(out)
 
@@ -387,10 +367,10 @@ class SurgicalAggregation(Strategy):
         """Log the strategy's settings."""
         log(
             INFO,
-            "\t├── SurgicalAggregation: min_nodes=%d, weighting=%s, evaluate_every=%d",
+            "\t├── SurgicalAggregation: min_nodes=%d, evaluate_every=%d, %s",
             self.min_nodes,
-            self.weighting,
             self.evaluate_every,
+            self.options,
         )
         log(
             INFO,

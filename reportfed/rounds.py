@@ -1,0 +1,56 @@
+"""The in-process round loop, shared by text (:func:`reportfed.federation.engine.run_federation`)
+and vision (:func:`vision.federation.run_image_federation`), and the seed of a node's round, which
+every engine (the loop, lockstep, Flower nodes) derives the same way."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from tqdm.auto import tqdm
+
+from reportfed.aggregation import GlobalState, NodeUpdate
+from reportfed.server import SurgicalServer
+
+N = TypeVar("N")
+#: ``train(round, node_index, node, state) -> (update, metrics)``: one node's local round from
+#: the global ``state``; each metric becomes ``history[round][metric][node name]``
+LocalRound = Callable[[int, int, N, GlobalState], tuple[NodeUpdate, dict[str, float]]]
+
+
+def round_seed(seed: int, round_: int, node_index: int) -> int:
+    """The seed of node ``node_index``'s local training in (0-based) round ``round_``."""
+    return seed * 100_003 + round_ * 1_009 + node_index
+
+
+def run_rounds(
+    server: SurgicalServer,
+    nodes: Sequence[N],
+    rounds: int,
+    train: LocalRound[N],
+    *,
+    evaluate: Callable[[int, GlobalState], dict[str, Any]] | None = None,
+    progress: bool = True,
+) -> list[dict[str, Any]]:
+    """``rounds`` rounds: every node trains from the global state, then the server steps.
+
+    Returns one history entry per round: ``round`` (1-based), each node metric by node name,
+    ``rejected`` updates with their reasons (when any), and what ``evaluate(round, state)``
+    returns after the round.
+    """
+    history: list[dict[str, Any]] = []
+    for r in tqdm(range(rounds), desc="rounds", disable=not progress, leave=False):
+        entry: dict[str, Any] = {"round": r + 1}
+        updates = []
+        for i, node in enumerate(nodes):
+            update, metrics = train(r, i, node, server.state)
+            updates.append(update)
+            for key, value in metrics.items():
+                entry.setdefault(key, {})[update.node_id] = value
+        step = server.step(updates)
+        if step.rejected:
+            entry["rejected"] = step.rejected
+        if evaluate is not None:
+            entry.update(evaluate(r + 1, step.state))
+        history.append(entry)
+    return history

@@ -1,0 +1,153 @@
+"""The server's round, written once: :class:`SurgicalServer` holds the global state and the
+server's rules (:class:`ServerOptions`), and its :meth:`~SurgicalServer.step` is the only caller of
+:func:`reportfed.aggregation.aggregate`. Every engine drives it: the in-process loop, the lockstep
+engine, the Flower strategy and the image federation.
+
+A step takes the round's node updates and returns the next global state:
+
+1. fewer than ``min_nodes`` updates, or fewer than ``min_nodes`` that pass validation (with
+   ``on_invalid="drop"``), leave the global state unchanged (e.g. Flower rounds where nodes died);
+2. otherwise the updates are merged surgically (``weighting``, ``on_invalid``);
+3. the representation block then moves from the previous state towards the merge with the server
+   optimizer: ``velocity <- server_momentum * velocity + (merged - previous)``, new shared block
+   ``previous + server_lr * velocity`` (FedAvgM, Hsu et al. 2019). The task rows are taken as
+   merged. ``server_momentum = 0`` and ``server_lr = 1`` (the defaults) are the papers' merge,
+   returned bit for bit.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from reportfed.aggregation import GlobalState, NodeUpdate, OnInvalid, Weighting, aggregate
+from reportfed.errors import ConfigError, NoValidUpdateError
+
+
+@dataclass(frozen=True)
+class ServerOptions:
+    """The server's rules; text (:class:`~reportfed.federation.engine.FederationConfig`) and vision
+    (:class:`~vision.federation.ImageFederationConfig`) configs inherit them, so every server
+    option reaches every engine."""
+
+    weighting: Weighting = field(
+        default="uniform",
+        metadata={"help": "average nodes equally (the papers) or by their sample counts"},
+    )
+    on_invalid: OnInvalid = field(
+        default="raise",
+        metadata={"help": "an invalid update (NaN, wrong shape) stops the run, or is dropped"},
+    )
+    server_momentum: float = field(
+        default=0.0,
+        metadata={"help": "server momentum on the representation block (FedAvgM; 0 = off)"},
+    )
+    server_lr: float = field(
+        default=1.0,
+        metadata={"help": "server learning rate on the representation block (1 = the merge)"},
+    )
+
+    def __post_init__(self) -> None:
+        """Refuse values no server can use (a ``ConfigError`` naming the field and its range)."""
+        checks = {
+            "weighting": (self.weighting in ("uniform", "samples"), "'uniform' or 'samples'"),
+            "on_invalid": (self.on_invalid in ("raise", "drop"), "'raise' or 'drop'"),
+            "server_momentum": (0 <= self.server_momentum < 1, "in [0, 1)"),
+            "server_lr": (math.isfinite(self.server_lr) and self.server_lr >= 0, "a number >= 0"),
+        }
+        for name, (ok, expected) in checks.items():
+            if not ok:
+                raise ConfigError(f"{name} must be {expected}, got {getattr(self, name)!r}")
+
+
+class ServerMomentum:
+    """The server optimizer on the shared block (step 3 of the module docstring). Its velocity
+    lives in this object from round to round; it is not checkpointed, so a resumed run starts it
+    from zero."""
+
+    def __init__(self, momentum: float = 0.0, lr: float = 1.0) -> None:
+        ServerOptions(server_momentum=momentum, server_lr=lr)  # the range checks
+        self.momentum = momentum
+        self.lr = lr
+        self.velocity: dict[str, np.ndarray] | None = None
+
+    def apply(self, previous: GlobalState | None, merged: GlobalState) -> GlobalState:
+        """The state that follows ``previous`` when this round's merge gave ``merged`` (the merge
+        itself when there is no previous state, or with the default options)."""
+        if (self.momentum == 0.0 and self.lr == 1.0) or previous is None:
+            return merged
+        delta = {k: merged.shared[k] - previous.shared[k] for k in merged.shared}
+        if self.velocity is not None:
+            delta = {k: self.momentum * self.velocity[k] + d for k, d in delta.items()}
+        self.velocity = delta
+        shared = {
+            k: (previous.shared[k] + self.lr * v).astype(merged.shared[k].dtype, copy=False)
+            for k, v in delta.items()
+        }
+        return GlobalState(labels=merged.labels, shared=shared, task=merged.task)
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """One round at the server: the global state after it, who was merged, who was rejected and
+    why, whether the state changed, and labels that joined the global model this round."""
+
+    state: GlobalState
+    accepted: list[str]
+    rejected: dict[str, str]
+    aggregated: bool
+    joined: list[str]
+
+
+class SurgicalServer:
+    """The global model and the server's rules, stepped once per round.
+
+    ``state`` is the initial global model (its array shapes are the reference every update must
+    match); with ``min_nodes`` > 1 a round needs that many valid updates to change it.
+    """
+
+    def __init__(
+        self,
+        state: GlobalState,
+        options: ServerOptions = ServerOptions(),
+        *,
+        min_nodes: int = 1,
+    ) -> None:
+        if min_nodes < 1:
+            raise ConfigError(f"min_nodes must be >= 1, got {min_nodes}")
+        self.state = state
+        self.options = options
+        self.min_nodes = min_nodes
+        self._optimizer = ServerMomentum(options.server_momentum, options.server_lr)
+
+    def step(self, updates: Sequence[NodeUpdate]) -> StepResult:
+        """Merge a round's updates into the global state (see the module docstring)."""
+        previous = self.state
+        if len(updates) < self.min_nodes:
+            return self._unchanged([u.node_id for u in updates], {})
+        try:
+            merged = aggregate(
+                updates,
+                previous,
+                weighting=self.options.weighting,
+                on_invalid=self.options.on_invalid,
+            )
+        except NoValidUpdateError as exc:  # on_invalid="drop" and every update invalid
+            return self._unchanged([], exc.rejected)
+        if len(merged.accepted) < self.min_nodes:
+            return self._unchanged(merged.accepted, merged.rejected)
+        self.state = self._optimizer.apply(previous, merged.state)
+        known = set(previous.labels)
+        return StepResult(
+            self.state,
+            merged.accepted,
+            merged.rejected,
+            aggregated=True,
+            joined=[c for c in merged.state.labels if c not in known],
+        )
+
+    def _unchanged(self, accepted: list[str], rejected: dict[str, str]) -> StepResult:
+        return StepResult(self.state, accepted, rejected, aggregated=False, joined=[])
