@@ -26,8 +26,9 @@ import numpy as np
 import pandas as pd
 
 from reportfed.aggregation import GlobalState
+from reportfed.config import FederationConfig
 from reportfed.data.iu import load_iu
-from reportfed.federation.engine import FederationConfig, run_federation
+from reportfed.federation.engine import run_federation
 from reportfed.federation.flower.launch import LoopbackFederation
 from reportfed.federation.flower.server_app import HISTORY_FILE, MODEL_FILE
 from reportfed.federation.flower.site import load_site

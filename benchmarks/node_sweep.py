@@ -21,8 +21,9 @@ from pathlib import Path
 import numpy as np
 
 from experiments.runner import iu_data
+from reportfed.config import FederationConfig
 from reportfed.federation.baselines import METHODS, Scenario, method_nodes
-from reportfed.federation.engine import FederationConfig, Node, predict_state, run_federation
+from reportfed.federation.engine import Node, predict_state, run_federation
 from reportfed.federation.lockstep import run_federations
 from reportfed.io import atomic_write
 from reportfed.metrics import auroc

@@ -47,9 +47,9 @@ from experiments.runner import (
     summarize,
 )
 from experiments.sources import mpnet_path, negbio_csv
+from reportfed.config import FederationConfig
 from reportfed.data.iu import load_negbio
 from reportfed.federation.baselines import METHODS, Method, Scenario
-from reportfed.federation.engine import FederationConfig
 from reportfed.io import atomic_write
 from reportfed.labels import CHEXPERT_13, LabelSpace, canonical
 from reportfed.protocol import Protocol, scenario

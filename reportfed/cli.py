@@ -18,10 +18,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from reportfed import schema
+from reportfed.config import FederationConfig
 from reportfed.errors import ReportfedError, ReportfedWarning
-from reportfed.federation.options import add_granularity, add_options, options
 from reportfed.io import atomic_write, check_writable
 from reportfed.labels import CHEXPERT_13, CHEXPERT_14
+from reportfed.sentences import GRANULARITIES
 
 
 def _say(msg: str) -> None:
@@ -95,27 +97,13 @@ def cmd_embed(args: argparse.Namespace) -> None:
 
 
 # -- train -----------------------------------------------------------------------------------
-def _config(args: argparse.Namespace):
-    from reportfed.federation.engine import FederationConfig
-
-    return FederationConfig(
-        rounds=args.rounds,
-        local_epochs=args.local_epochs,
-        lr=args.lr,
-        batch_size=args.batch_size,
-        seed=args.seed,
-        weighting=args.weighting,
-        **options(args),
-    )
-
-
 def cmd_train(args: argparse.Namespace) -> None:
     from reportfed.labeler import ReportLabeler
 
     if bool(args.node) == bool(args.iu):
         raise ReportfedError("give either --node FILE (one per site, repeatable) or --iu")
     _check_outputs([("--out", Path(args.out)), ("--metrics", Path(args.metrics))])
-    config = _config(args)
+    config = schema.from_args(FederationConfig, args)
     labeler = ReportLabeler(
         args.embedder,
         granularity=args.granularity,
@@ -264,6 +252,17 @@ def _embedder_args(p: argparse.ArgumentParser, *, choose: bool = True) -> None:
     p.add_argument("--base-url", default=None, help="base URL of an OpenAI-compatible API")
 
 
+def add_granularity(p: argparse.ArgumentParser) -> None:
+    """Add ``--granularity`` (how reports are embedded; the product's default, sentence) to ``p``."""
+    p.add_argument(
+        "--granularity",
+        choices=GRANULARITIES,
+        default="sentence",
+        help="sentence: score every sentence, pool per label; report: one embedding per report "
+        "(the papers' method)",
+    )
+
+
 def cmd_experiment(args: argparse.Namespace) -> None:
     from experiments.__main__ import main as run_experiment
 
@@ -330,19 +329,13 @@ def build_parser() -> argparse.ArgumentParser:
         "convention) or ignore (not annotated)",
     )
     add_granularity(p)
-    p.add_argument("--rounds", type=int, default=20, help="federated rounds (>= 1)")
-    p.add_argument("--local-epochs", type=int, default=1, help="epochs per site and round")
-    p.add_argument("--lr", type=float, default=1e-3, help="the sites' Adam learning rate")
-    p.add_argument("--batch-size", type=int, default=32, help="mini-batch size (>= 1)")
-    p.add_argument("--weighting", choices=["uniform", "samples"], default="uniform")
-    add_options(p)
+    schema.add_flags(p, FederationConfig)
     p.add_argument(
         "--val-fraction",
         type=float,
         default=0.1,
         help="share of each site's rows held out to choose labelling thresholds, in [0, 1)",
     )
-    p.add_argument("--seed", type=int, default=0, help="seed of splits, initialisation, batches")
     p.add_argument("--out", default="reportfed-model.safetensors", help="the model file written")
     p.add_argument(
         "--metrics", default="reportfed-metrics.json", help="the training summary (JSON) written"

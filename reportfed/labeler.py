@@ -36,11 +36,13 @@ from reportfed.io import atomic_write
 from reportfed.labels import LabelSpace
 from reportfed.metrics import f1_thresholds
 from reportfed.paths import embeddings_cache_dir
+from reportfed.schema import architecture_fields
 from reportfed.states import chexpert_states
 
-FORMAT = "reportfed-model/2"
-#: formats :meth:`ReportLabeler.load` reads; in /1 the checksum covers the weights only
-READABLE = ("reportfed-model/1", FORMAT)
+FORMAT = "reportfed-model/3"
+#: formats :meth:`ReportLabeler.load` reads; in /1 the checksum covers the weights only, /1 and
+#: /2 store the whole training config where /3 keeps the architecture (training is provenance)
+READABLE = ("reportfed-model/1", "reportfed-model/2", FORMAT)
 #: reports embedded and scored at once by :meth:`ReportLabeler.predict_proba` (bounds memory)
 PREDICT_CHUNK = 2048
 
@@ -201,6 +203,7 @@ class ReportLabeler:
             thresholds=None,
             provenance={
                 "config": asdict(config),
+                "val_fraction": self.val_fraction,
                 "nodes": {n.name: {"rows": len(n.x), "labels": list(n.labels)} for n in fed_nodes},
                 "final_loss": result.history[-1]["loss"] if result.history else {},
             },
@@ -341,8 +344,9 @@ class ReportLabeler:
                 "fingerprint": self.embedder_fingerprint_,
                 "dim": self.input_dim_,
             },
-            "config": asdict(self.config),
-            "val_fraction": self.val_fraction,
+            "architecture": {
+                name: getattr(self.config, name) for name in architecture_fields(FederationConfig)
+            },
             "provenance": self.provenance_,
         }
         meta["checksum"] = _checksum(tensors, meta)
@@ -372,7 +376,7 @@ class ReportLabeler:
             raise ModelFileError(f"{path}: not a readable reportfed model file ({exc})") from None
         if meta.get("format") not in READABLE:
             raise ModelFileError(f"{path}: not a {FORMAT} file (format {meta.get('format')!r})")
-        covered = meta if meta["format"] == FORMAT else None
+        covered = None if meta["format"] == READABLE[0] else meta
         if _checksum(tensors, covered) != meta.get("checksum"):
             raise ModelFileError(
                 f"{path}: weights or metadata do not match their checksum (corrupted or edited)"
@@ -395,15 +399,15 @@ class ReportLabeler:
     ) -> ReportLabeler:
         """The labeler a verified model file describes (``KeyError``/``ValueError`` where the
         metadata and the weights disagree)."""
-        config_dict = dict(meta["config"])
-        config_dict["hidden"] = tuple(config_dict["hidden"])
+        stored = meta["architecture"] if "architecture" in meta else meta["config"]
+        arch = {name: stored[name] for name in architecture_fields(FederationConfig)}
+        arch["hidden"] = tuple(arch["hidden"])
         emb = meta["embedder"]
         labeler = cls(
             embedder or emb["spec"],
             granularity=meta.get("granularity", "report"),
             base_url=base_url or emb["base_url"],
-            config=FederationConfig(**config_dict),
-            val_fraction=meta["val_fraction"],
+            config=FederationConfig(**arch),
             cache_dir=cache_dir,
             progress=progress,
         )

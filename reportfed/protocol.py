@@ -14,6 +14,7 @@ from typing import Literal
 
 import numpy as np
 
+from reportfed.config import FederationConfig
 from reportfed.data.partition import (
     dirichlet_rows,
     holdout,
@@ -22,7 +23,6 @@ from reportfed.data.partition import (
     train_test_rows,
 )
 from reportfed.federation.baselines import Scenario, Site
-from reportfed.federation.engine import FederationConfig
 from reportfed.labeler import ReportLabeler
 from reportfed.labels import LabelSpace
 from reportfed.metrics import evaluate

@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from reportfed.aggregation import GlobalState, NodeUpdate, OnInvalid, Weighting, aggregate
 from reportfed.errors import ConfigError, NoValidUpdateError
+from reportfed.schema import setting
 
 
 @dataclass(frozen=True)
@@ -33,21 +34,17 @@ class ServerOptions:
     (:class:`~vision.federation.ImageFederationConfig`) configs inherit them, so every server
     option reaches every engine."""
 
-    weighting: Weighting = field(
-        default="uniform",
-        metadata={"help": "average nodes equally (the papers) or by their sample counts"},
+    weighting: Weighting = setting(
+        "uniform", "average nodes equally (the papers) or by their sample counts"
     )
-    on_invalid: OnInvalid = field(
-        default="raise",
-        metadata={"help": "an invalid update (NaN, wrong shape) stops the run, or is dropped"},
+    on_invalid: OnInvalid = setting(
+        "raise", "an invalid update (NaN, wrong shape) stops the run, or is dropped"
     )
-    server_momentum: float = field(
-        default=0.0,
-        metadata={"help": "server momentum on the representation block (FedAvgM; 0 = off)"},
+    server_momentum: float = setting(
+        0.0, "server momentum on the representation block (FedAvgM; 0 = off)"
     )
-    server_lr: float = field(
-        default=1.0,
-        metadata={"help": "server learning rate on the representation block (1 = the merge)"},
+    server_lr: float = setting(
+        1.0, "server learning rate on the representation block (1 = the merge)"
     )
 
     def __post_init__(self) -> None:

@@ -7,9 +7,9 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from reportfed.config import FederationConfig
 from reportfed.data.partition import dirichlet_rows
 from reportfed.federation.baselines import METHODS, run_method
-from reportfed.federation.engine import FederationConfig
 from reportfed.protocol import Protocol, scenario, simulate
 
 from .synthetic import synthetic

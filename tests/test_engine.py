@@ -2,7 +2,8 @@ import numpy as np
 import pytest
 import torch
 
-from reportfed.federation.engine import FederationConfig, Node, global_model, run_federation
+from reportfed.config import FederationConfig
+from reportfed.federation.engine import Node, global_model, run_federation
 from reportfed.labels import LabelSpace
 from reportfed.metrics import auroc
 from reportfed.protocol import Protocol, simulate

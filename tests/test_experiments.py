@@ -5,7 +5,7 @@ from scipy import stats
 
 from experiments import runner
 from experiments.runner import Setting, label_plot, label_table, markdown, plot, run, summarize
-from reportfed.federation.engine import FederationConfig
+from reportfed.config import FederationConfig
 from reportfed.protocol import Protocol, scenario
 
 from .synthetic import synthetic

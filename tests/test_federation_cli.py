@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from reportfed.cli import main
-from reportfed.federation.engine import FederationConfig
+from reportfed.config import FederationConfig
 from reportfed.labeler import ReportLabeler
 from reportfed.labels import LabelSpace
 

@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from reportfed.aggregation import node_arrays
-from reportfed.federation.engine import FederationConfig, Node, initial_state, run_federation
+from reportfed.config import FederationConfig
+from reportfed.federation.engine import Node, initial_state, run_federation
 from reportfed.federation.lockstep import run_federations
 from reportfed.labels import LabelSpace
 from reportfed.model import SKIP, ReportMLP, load_arrays, to_arrays

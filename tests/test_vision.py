@@ -14,8 +14,8 @@ import torch
 pytest.importorskip("monai")
 
 from reportfed.combine import combine
+from reportfed.config import FederationConfig
 from reportfed.errors import InputFileError
-from reportfed.federation.engine import FederationConfig
 from reportfed.labeler import ReportLabeler
 from reportfed.labels import LabelSpace
 from reportfed.metrics import auroc

@@ -5,20 +5,19 @@ labeler and as the reference the Flower apps must match.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 
 from reportfed.aggregation import GlobalState, NodeUpdate, node_arrays
-from reportfed.errors import ConfigError
+from reportfed.config import FederationConfig
 from reportfed.labels import LabelSpace
 from reportfed.model import ReportMLP, load_arrays, to_arrays
 from reportfed.rounds import round_seed, run_rounds
-from reportfed.server import ServerOptions, SurgicalServer
+from reportfed.server import SurgicalServer
 from reportfed.train import positive_weights, predict_proba, train_local
 
 
@@ -37,65 +36,6 @@ class Node:
             raise ValueError(
                 f"node {self.name!r}: y shape {self.y.shape} != ({len(self.x)}, {len(self.labels)})"
             )
-
-
-@dataclass(frozen=True)
-class FederationConfig(ServerOptions):
-    """Hyperparameters of a federated run (defaults: the paper's code).
-
-    ``distill`` > 0 turns on knowledge transfer for the labels a node does not annotate: the node
-    receives the whole global model, and its loss adds ``distill`` x the BCE between its outputs
-    and the global model's predictions (at the start of the round) on its own reports for those
-    labels. It still sends back only its own labels' rows, so the surgical merge of annotated
-    labels is unchanged. 0 (default) is the paper's method.
-
-    ``weight_decay`` is the L2 term of the nodes' Adam; ``balance`` weighs each positive of a
-    node's label by that label's negatives/positives on the node (counted on the node, clipped to
-    100). ``skip`` gives the head a linear term on the input embedding (:class:`SkipHead`),
-    merged label by label with the head's rows. ``server_momentum`` > 0 applies server momentum
-    to the representation block after every merge (:class:`ServerMomentum`, FedAvgM). ``prox`` > 0
-    adds FedProx's proximal term towards the weights the node received. All off (default) is the
-    paper's method.
-    """
-
-    rounds: int = 20
-    local_epochs: int = 1
-    lr: float = 1e-3
-    node_lr: dict[str, float] = field(default_factory=dict)
-    batch_size: int = 32
-    hidden: tuple[int, ...] = (512, 256)
-    dropout: float = 0.2
-    seed: int = 0
-    distill: float = 0.0
-    weight_decay: float = 0.0
-    balance: bool = False
-    skip: bool = False
-    prox: float = 0.0
-
-    def __post_init__(self) -> None:
-        """Refuse values no run can use (a ``ConfigError`` naming the field and its range)."""
-        super().__post_init__()
-        checks = {
-            "rounds": (self.rounds >= 1, "an integer >= 1"),
-            "local_epochs": (self.local_epochs >= 1, "an integer >= 1"),
-            "batch_size": (self.batch_size >= 1, "an integer >= 1"),
-            "lr": (math.isfinite(self.lr) and self.lr > 0, "a finite number > 0"),
-            "hidden": (all(h >= 1 for h in self.hidden), "layer widths >= 1"),
-            "dropout": (0 <= self.dropout < 1, "in [0, 1)"),
-            "distill": (math.isfinite(self.distill) and self.distill >= 0, "a finite number >= 0"),
-            "weight_decay": (
-                math.isfinite(self.weight_decay) and self.weight_decay >= 0,
-                "a finite number >= 0",
-            ),
-            "prox": (math.isfinite(self.prox) and self.prox >= 0, "a finite number >= 0"),
-            "node_lr": (
-                all(math.isfinite(v) and v > 0 for v in self.node_lr.values()),
-                "finite learning rates > 0",
-            ),
-        }
-        for name, (ok, expected) in checks.items():
-            if not ok:
-                raise ConfigError(f"{name} must be {expected}, got {getattr(self, name)!r}")
 
 
 @dataclass

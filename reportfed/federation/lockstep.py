@@ -42,7 +42,8 @@ import torch
 from torch.nn import functional
 
 from reportfed.aggregation import GlobalState, NodeUpdate, node_arrays
-from reportfed.federation.engine import FederationConfig, Node, initial_state
+from reportfed.config import FederationConfig
+from reportfed.federation.engine import Node, initial_state
 from reportfed.labels import LabelSpace
 from reportfed.model import SKIP, sentence_mask
 from reportfed.rounds import round_seed

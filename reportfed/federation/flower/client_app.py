@@ -34,9 +34,12 @@ from flwr.clientapp import ClientApp
 from flwr.clientapp.mod import fixedclipping_mod
 from flwr.supercore.differential_privacy import KEY_CLIPPING_NORM
 
+from reportfed import schema
 from reportfed.aggregation import GlobalState
+from reportfed.config import FederationConfig
 from reportfed.errors import ReportfedError
-from reportfed.federation.engine import FederationConfig, global_model, initial_state, local_round
+from reportfed.federation.engine import global_model, initial_state, local_round
+from reportfed.federation.flower.settings import RunSettings
 from reportfed.federation.flower.site import Site, load_site
 from reportfed.federation.flower.wire import (
     ARRAYS,
@@ -65,16 +68,17 @@ def _data(context: Context) -> str:
 
 def _site(context: Context) -> Site:
     node, run = context.node_config, context.run_config
+    settings = schema.decode(RunSettings, run)
     data = _data(context)
     return load_site(
         data,
         name=str(node.get("name") or Path(data).stem),
-        embedder=str(node.get("embedder") or run.get("embedder", "minilm")),
+        embedder=str(node.get("embedder") or settings.embedder),
         base_url=str(node["base-url"]) if node.get("base-url") else None,
-        granularity=str(run.get("granularity", "sentence")),  # type: ignore[arg-type]
+        granularity=settings.granularity,
         cache_dir=str(node.get("cache-dir") or embeddings_cache_dir()),
         val_fraction=float(node.get("val-fraction", 0.1)),
-        seed=int(run.get("seed", 0)),
+        seed=federation_config(run).seed,
         uncertain=str(node.get("uncertain", "zeros")),  # type: ignore[arg-type]
         blank=str(node.get("blank", "negative")),  # type: ignore[arg-type]
     )

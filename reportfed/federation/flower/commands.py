@@ -18,8 +18,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from reportfed import schema
+from reportfed.config import FederationConfig
 from reportfed.errors import ReportfedError
-from reportfed.federation.options import add_granularity, add_options, dashed, options
+from reportfed.federation.flower.settings import RunSettings
 
 
 def _say(msg: str) -> None:
@@ -95,7 +97,7 @@ def cmd_node(args: argparse.Namespace) -> None:
     }
     for key in ("embedder", "base_url", "lr"):
         if getattr(args, key) is not None:
-            config[dashed(key)] = getattr(args, key)
+            config[schema.dashed(key)] = getattr(args, key)
     _exec(
         supernode_command(
             superlink=args.superlink,
@@ -107,24 +109,10 @@ def cmd_node(args: argparse.Namespace) -> None:
     )
 
 
-def _run_config(args: argparse.Namespace) -> dict[str, str | int | float | bool]:
-    return {
-        "out": str(Path(args.out).resolve()),
-        "rounds": args.rounds,
-        "local-epochs": args.local_epochs,
-        "lr": args.lr,
-        **{dashed(field): value for field, value in options(args).items()},
-        "min-nodes": args.min_nodes,
-        "evaluate-every": args.evaluate_every,
-        "round-timeout": args.round_timeout,
-        "join-timeout": args.join_timeout,
-        "seed": args.seed,
-        "embedder": args.embedder,
-        "granularity": args.granularity,
-        "resume": not args.no_resume,
-        "dp-noise": args.dp_noise,
-        "dp-clip": args.dp_clip,
-    }
+def _run_config(args: argparse.Namespace) -> dict[str, schema.Scalar]:
+    """The run config of ``flwr run``: the hyperparameters and the run settings, from the flags."""
+    settings = schema.from_args(RunSettings, args, out=str(Path(args.out).resolve()))
+    return {**schema.encode(schema.from_args(FederationConfig, args)), **schema.encode(settings)}
 
 
 def cmd_run(args: argparse.Namespace) -> None:
@@ -182,8 +170,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_certs)
 
     p = cmds.add_parser("server", help="start the server endpoint (Flower SuperLink)")
-    p.add_argument("--host", default="0.0.0.0")
-    p.add_argument("--port", type=int, default=9092)
+    p.add_argument("--host", default="0.0.0.0", help="address to listen on (0.0.0.0: all)")
+    p.add_argument("--port", type=int, default=9092, help="port the nodes and runs connect to")
     tls(p, "certificates", "directory with ca.crt, server.pem, server.key")
     p.add_argument("--database", default=None, help="persist server state in this SQLite file")
     p.set_defaults(func=cmd_server)
@@ -196,36 +184,24 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     tls(p, "root-certificates", "CA certificate that signed the server's certificate")
     p.add_argument("--embedder", default=None, help="embedder spec (default: the run's)")
     p.add_argument("--base-url", default=None, help="base URL of an OpenAI-compatible API")
-    p.add_argument("--cache-dir", default=str(embeddings_cache_dir()))
-    p.add_argument("--val-fraction", type=float, default=0.1)
+    p.add_argument(
+        "--cache-dir", default=str(embeddings_cache_dir()), help="embedding cache directory"
+    )
+    p.add_argument(
+        "--val-fraction",
+        type=float,
+        default=0.1,
+        help="share of this node's rows held out for evaluation and thresholds",
+    )
     p.add_argument("--lr", type=float, default=None, help="node-specific learning rate")
     p.set_defaults(func=cmd_node)
 
     p = cmds.add_parser("run", help="run federated training and wait for the global model")
     p.add_argument("--superlink", required=True, help="server address host:port")
-    p.add_argument("--out", default="reportfed-federation", help="server-side output directory")
     tls(p, "root-certificates", "CA certificate that signed the server's certificate")
-    p.add_argument("--rounds", type=int, default=20)
-    p.add_argument("--local-epochs", type=int, default=1)
-    p.add_argument("--lr", type=float, default=1e-3)
-    add_options(p)
-    p.add_argument("--min-nodes", type=int, default=2)
-    p.add_argument("--evaluate-every", type=int, default=1)
-    p.add_argument(
-        "--round-timeout", type=float, default=600.0, help="seconds a round waits for updates"
-    )
-    p.add_argument(
-        "--join-timeout",
-        type=float,
-        default=600.0,
-        help="seconds a node has to answer its first message (it embeds its reports then)",
-    )
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--embedder", default="minilm")
-    add_granularity(p)
-    p.add_argument("--no-resume", action="store_true", help="start over even if --out has a model")
-    p.add_argument("--dp-noise", type=float, default=0.0, help="DP noise multiplier (0 = off)")
-    p.add_argument("--dp-clip", type=float, default=1.0, help="DP clipping norm of node updates")
+    # an invalid update is always dropped in a Flower run (SurgicalAggregation)
+    schema.add_flags(p, FederationConfig, skip=["on_invalid"])
+    schema.add_flags(p, RunSettings)
     p.set_defaults(func=cmd_run)
 
     p = cmds.add_parser("import", help="take labels from a global model without training")

@@ -1,21 +1,15 @@
-"""The ``ServerApp``: runs :class:`SurgicalAggregation` and writes the global model.
+"""The ``ServerApp``: registers the nodes, runs the rounds through :class:`SurgicalAggregation`
+and writes the global model.
 
-Run config (``app/pyproject.toml``, overridable with ``flwr run --run-config``):
-``rounds``, ``local-epochs``, ``lr``, ``batch-size``, ``hidden`` ("512,256"), ``dropout``,
-``seed``, ``weighting``, ``distill`` (knowledge transfer for labels a node lacks; 0 = off),
-``weight-decay``, ``balance`` (positive-class weighting), ``skip`` (linear input term in the head),
-``server-momentum`` (FedAvgM on the representation block; 0 = off), ``prox`` (FedProx; 0 = off),
-``embedder``, ``granularity`` ("sentence" or "report": how every node embeds its reports),
-``fingerprint`` (required embedder fingerprint, "" = the
-nodes' most common), ``min-nodes``, ``evaluate-every``, ``round-timeout`` (s), ``join-timeout`` (s a node has to answer its first message, while it
-embeds its reports), ``out`` (directory
-of ``global.safetensors`` and ``history.json``), ``resume``, ``dp-noise`` / ``dp-clip``
-(client-side clipping + central Gaussian noise through Flower's DP wrapper; off when 0).
+Run config (``app/pyproject.toml``, overridable with ``flwr run --run-config``; ``reportfed
+federation run`` sets it from its flags): every field of
+:class:`~reportfed.config.FederationConfig` (the hyperparameters, sent to the nodes with every
+message) and of :class:`~reportfed.federation.flower.settings.RunSettings`, dashed.
 
 After every round the global model is written atomically to ``out/global.safetensors`` (a
 :class:`~reportfed.labeler.ReportLabeler` file: ``reportfed label --model`` reads it) and the round
 log to ``out/history.json``. With ``resume = true`` a restarted server continues after the last
-saved round.
+saved round, numbering rounds on from it.
 """
 
 from __future__ import annotations
@@ -31,9 +25,12 @@ from flwr.serverapp import Grid, ServerApp
 from flwr.serverapp.strategy import DifferentialPrivacyClientSideFixedClipping, Strategy
 from flwr.supercore import log
 
+from reportfed import schema
 from reportfed.aggregation import Arrays, GlobalState
-from reportfed.federation.engine import FederationConfig, initial_state
+from reportfed.config import FederationConfig
+from reportfed.federation.engine import initial_state
 from reportfed.federation.flower.rounds import run_on_grid
+from reportfed.federation.flower.settings import RunSettings
 from reportfed.federation.flower.strategy import SurgicalAggregation
 from reportfed.federation.flower.wire import config_record, federation_config
 from reportfed.io import atomic_write
@@ -50,15 +47,15 @@ def _save(
     state: GlobalState,
     round_: int,
     config: FederationConfig,
-    rc: dict[str, Any],
+    settings: RunSettings,
 ) -> None:
     labeler = ReportLabeler.from_state(
         state,
-        embedder=str(rc["embedder"]),
+        embedder=settings.embedder,
         fingerprint=str(strategy.fingerprint),
         input_dim=int(strategy.dim or 0),
         config=config,
-        granularity=str(rc.get("granularity", "sentence")),  # type: ignore[arg-type]
+        granularity=settings.granularity,
         thresholds=[strategy.thresholds.get(name, 0.5) for name in state.labels],
         provenance={
             "config": asdict(config),
@@ -93,21 +90,22 @@ def main(grid: Grid, context: Context) -> None:
     """Register the nodes, run the remaining rounds, save the global model after each."""
     rc = dict(context.run_config)
     config = federation_config(rc)
-    out = Path(str(rc["out"])).expanduser().resolve()
+    settings = schema.decode(RunSettings, rc)
+    out = Path(settings.out).expanduser().resolve()
     out.mkdir(parents=True, exist_ok=True)
 
     def init_fn(dim: int, labels: LabelSpace) -> tuple[Arrays, Arrays]:
         state = initial_state(dim, labels, config)
         return state.shared, state.task
 
-    resumed = _resume(out) if rc.get("resume", True) else None
+    resumed = _resume(out) if settings.resume else None
     strategy = SurgicalAggregation(
         init_fn,
-        min_nodes=int(rc["min-nodes"]),
-        fingerprint=(resumed[2] if resumed else str(rc.get("fingerprint") or "")) or None,
+        min_nodes=settings.min_nodes,
+        fingerprint=(resumed[2] if resumed else settings.fingerprint) or None,
         options=config,
-        evaluate_every=int(rc["evaluate-every"]),
-        join_timeout=float(rc["join-timeout"]),
+        evaluate_every=settings.evaluate_every,
+        join_timeout=settings.join_timeout,
     )
     done = resumed[1] if resumed else 0
     if done >= config.rounds:
@@ -125,14 +123,14 @@ def main(grid: Grid, context: Context) -> None:
     initial = strategy.register(grid, config.rounds, resume=resumed[0] if resumed else None)
 
     def checkpoint(round_: int, arrays: ArrayRecord) -> None:
-        _save(out, strategy, strategy.global_state(arrays), round_, config, rc)
+        _save(out, strategy, strategy.global_state(arrays), round_, config, settings)
 
     runner: Strategy = strategy
-    if float(rc.get("dp-noise", 0.0)) > 0:
+    if settings.dp_noise > 0:
         runner = DifferentialPrivacyClientSideFixedClipping(
             strategy,
-            noise_multiplier=float(rc["dp-noise"]),
-            clipping_norm=float(rc["dp-clip"]),
+            noise_multiplier=settings.dp_noise,
+            clipping_norm=settings.dp_clip,
             num_sampled_clients=len(strategy.members),
         )
     run_on_grid(
@@ -140,7 +138,7 @@ def main(grid: Grid, context: Context) -> None:
         grid,
         initial,
         range(done + 1, config.rounds + 1),
-        timeout=float(rc["round-timeout"]),
+        timeout=settings.round_timeout,
         config=config_record(config),
         after_round=checkpoint,
     )

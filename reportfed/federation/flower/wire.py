@@ -11,9 +11,9 @@ from typing import Any
 import numpy as np
 from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MetricRecord, RecordDict
 
+from reportfed import schema
 from reportfed.aggregation import Arrays, GlobalState
-from reportfed.federation.engine import FederationConfig
-from reportfed.federation.options import OPTIONS, dashed
+from reportfed.config import FederationConfig
 from reportfed.labels import LabelSpace
 from reportfed.metrics import auroc, f1_thresholds
 
@@ -48,38 +48,14 @@ def from_record(record: ArrayRecord) -> tuple[dict[str, np.ndarray], dict[str, n
 
 
 def config_record(config: FederationConfig) -> ConfigRecord:
-    """The training hyperparameters the server sends with every train message."""
-    return ConfigRecord(
-        {
-            "local-epochs": config.local_epochs,
-            "lr": config.lr,
-            "batch-size": config.batch_size,
-            "hidden": ",".join(str(h) for h in config.hidden),
-            "dropout": config.dropout,
-            "seed": config.seed,
-            **{dashed(field): getattr(config, field) for field in OPTIONS},
-        }
-    )
+    """The hyperparameters the server sends with every message (every field of the schema)."""
+    return ConfigRecord(dict(schema.encode(config)))
 
 
 def federation_config(record: Mapping[str, Any]) -> FederationConfig:
-    """Hyperparameters from a run config or a train message (the inverse of
-    :func:`config_record`); ``rounds`` and ``weighting`` when present, other keys ignored."""
-    default = FederationConfig()
-    return FederationConfig(
-        rounds=int(record.get("rounds", default.rounds)),
-        local_epochs=int(record["local-epochs"]),
-        lr=float(record["lr"]),
-        batch_size=int(record["batch-size"]),
-        hidden=tuple(int(h) for h in str(record["hidden"]).split(",") if h),
-        dropout=float(record["dropout"]),
-        weighting=str(record.get("weighting", default.weighting)),  # type: ignore[arg-type]
-        seed=int(record["seed"]),
-        **{
-            field: kind(record.get(dashed(field), getattr(default, field)))
-            for field, (kind, _) in OPTIONS.items()
-        },
-    )
+    """Hyperparameters from a run config or a message (the inverse of :func:`config_record`);
+    keys it lacks take the defaults, other keys are ignored."""
+    return schema.decode(FederationConfig, record)
 
 
 def reply(msg: Message, records: dict[str, Any]) -> Message:

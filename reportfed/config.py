@@ -1,0 +1,70 @@
+"""The settings of a text federation, declared once (:mod:`reportfed.schema` turns them into
+flags, run-config and wire keys, and docs). Torch-free, so the command line builds its parser
+without importing torch."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from reportfed.errors import ConfigError
+from reportfed.schema import setting
+from reportfed.server import ServerOptions
+
+
+@dataclass(frozen=True)
+class FederationConfig(ServerOptions):
+    """Hyperparameters of a federated run (defaults: the paper's code): the model's architecture
+    (``hidden``, ``dropout``, ``skip``; what a model file keeps), the nodes' local training, the
+    server's rules (:class:`~reportfed.server.ServerOptions`) and the run (``rounds``, ``seed``).
+
+    Beyond the paper, all off by default: ``distill`` > 0 is knowledge transfer for the labels a
+    node does not annotate (the node receives the whole global model, and its loss adds
+    ``distill`` x the BCE between its outputs and the global model's predictions at the start of
+    the round; it still sends back only its own labels' rows). ``balance`` weighs each positive of
+    a node's label by that label's negatives/positives on the node (clipped to 100). ``skip``
+    gives the head a linear term on the input embedding, merged label by label with the head's
+    rows. ``prox`` > 0 adds FedProx's proximal term towards the weights the node received.
+    ``node_lr`` maps node names to their own learning rates.
+    """
+
+    rounds: int = setting(20, "federated rounds")
+    local_epochs: int = setting(1, "epochs each node trains per round")
+    lr: float = setting(1e-3, "the nodes' Adam learning rate")
+    node_lr: dict[str, float] = setting({}, "learning rate of named nodes (else lr)")
+    batch_size: int = setting(32, "the nodes' batch size")
+    hidden: tuple[int, ...] = setting((512, 256), "hidden layer widths", architecture=True)
+    dropout: float = setting(0.2, "dropout after each hidden layer", architecture=True)
+    seed: int = setting(0, "seed of the splits, the initial model, the batches and the dropout")
+    distill: float = setting(
+        0.0, "weight of knowledge transfer for labels a node lacks (0 = the paper's method)"
+    )
+    weight_decay: float = setting(0.0, "L2 term of the nodes' Adam")
+    balance: bool = setting(False, "weigh positives by negatives/positives per label")
+    skip: bool = setting(False, "add a linear term on the embedding to the head", architecture=True)
+    prox: float = setting(0.0, "FedProx proximal term weight (0 = off)")
+
+    def __post_init__(self) -> None:
+        """Refuse values no run can use (a ``ConfigError`` naming the field and its range)."""
+        super().__post_init__()
+        checks = {
+            "rounds": (self.rounds >= 1, "an integer >= 1"),
+            "local_epochs": (self.local_epochs >= 1, "an integer >= 1"),
+            "batch_size": (self.batch_size >= 1, "an integer >= 1"),
+            "lr": (math.isfinite(self.lr) and self.lr > 0, "a finite number > 0"),
+            "hidden": (all(h >= 1 for h in self.hidden), "layer widths >= 1"),
+            "dropout": (0 <= self.dropout < 1, "in [0, 1)"),
+            "distill": (math.isfinite(self.distill) and self.distill >= 0, "a finite number >= 0"),
+            "weight_decay": (
+                math.isfinite(self.weight_decay) and self.weight_decay >= 0,
+                "a finite number >= 0",
+            ),
+            "prox": (math.isfinite(self.prox) and self.prox >= 0, "a finite number >= 0"),
+            "node_lr": (
+                all(math.isfinite(v) and v > 0 for v in self.node_lr.values()),
+                "finite learning rates > 0",
+            ),
+        }
+        for name, (ok, expected) in checks.items():
+            if not ok:
+                raise ConfigError(f"{name} must be {expected}, got {getattr(self, name)!r}")

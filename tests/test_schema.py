@@ -1,0 +1,74 @@
+"""One config schema: flags, run-config and wire keys, and the Flower app's defaults all come
+from the config dataclasses' fields."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+
+import pytest
+import tomllib
+
+from reportfed import schema
+from reportfed.cli import build_parser
+from reportfed.config import FederationConfig
+from reportfed.federation.flower.launch import APP_DIR
+from reportfed.federation.flower.settings import RunSettings
+
+
+def _subparser(parser: argparse.ArgumentParser, *path: str) -> argparse.ArgumentParser:
+    for name in path:
+        action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        parser = action.choices[name]
+    return parser
+
+
+def test_the_flower_app_defaults_are_the_schema_defaults() -> None:
+    with open(APP_DIR / "pyproject.toml", "rb") as f:
+        app = tomllib.load(f)["tool"]["flwr"]["app"]["config"]
+    expected = {**schema.encode(FederationConfig()), **schema.encode(RunSettings())}
+    del expected["on-invalid"]  # a Flower run always drops an invalid update
+    assert {k: v for k, v in app.items() if k != "partitions"} == expected
+
+
+@pytest.mark.parametrize(("command", "config"), [(["train"], FederationConfig),
+                                                 (["federation", "run"], RunSettings)])  # fmt: skip
+def test_every_setting_has_a_flag_with_help_and_its_default(
+    command: list[str], config: type
+) -> None:
+    parser = _subparser(build_parser(), *command)
+    actions = {a.dest: a for a in parser._actions}
+    for field, _ in schema.fields(config):
+        action = actions[field.name]
+        assert action.help, f"--{schema.dashed(field.name)} has no help"
+        parsed = getattr(parser.parse_args(["--superlink", "h:1"] if "run" in command else []),
+                         field.name)  # fmt: skip
+        assert parsed == field.default, field.name
+
+
+def test_flags_reach_the_run_config_and_come_back_from_it() -> None:
+    from reportfed.federation.flower.commands import _run_config
+    from reportfed.federation.flower.wire import federation_config
+
+    argv = ["federation", "run", "--superlink", "h:1", "--insecure", "--hidden", "64,32",
+            "--server-lr", "0.5", "--balance", "--no-resume", "--granularity", "report"]  # fmt: skip
+    rc = _run_config(build_parser().parse_args(argv))
+    assert rc["hidden"] == "64,32"
+    config = federation_config(rc)
+    assert config == FederationConfig(hidden=(64, 32), server_lr=0.5, balance=True)
+    settings = schema.decode(RunSettings, rc)
+    assert settings.resume is False and settings.granularity == "report"
+    with pytest.raises(SystemExit):
+        build_parser().parse_args([*argv, "--hidden", "wide"])
+
+
+def test_image_configs_share_the_server_options_and_the_codec() -> None:
+    pytest.importorskip("monai")
+    from vision.federation import ImageFederationConfig
+
+    config = ImageFederationConfig(norm="fedbn", image_size=96, server_momentum=0.5)
+    assert schema.decode(ImageFederationConfig, schema.encode(config)) == config
+    server = {f.name for f in dataclasses.fields(FederationConfig)} & {
+        f.name for f in dataclasses.fields(ImageFederationConfig)
+    }
+    assert {"weighting", "on_invalid", "server_momentum", "server_lr"} <= server
