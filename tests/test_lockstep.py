@@ -14,6 +14,7 @@ from reportfed.federation.engine import Node, initial_state, run_federation
 from reportfed.federation.lockstep import run_federations
 from reportfed.labels import LabelSpace
 from reportfed.model import SKIP, ReportMLP, load_arrays, to_arrays
+from reportfed.rounds import round_seed
 from reportfed.train import train_local
 
 from .synthetic import synthetic
@@ -112,7 +113,7 @@ def test_mode_none_trains_each_node_alone() -> None:
             epochs=config.local_epochs,
             lr=config.lr,
             batch_size=config.batch_size,
-            seed=config.seed * 100_003 + i,
+            seed=round_seed(config.seed, 0, i),
         )
         shared, task = to_arrays(model)
         assert_close(result.nodes[node.name].shared, shared)
