@@ -237,3 +237,25 @@ def node_arrays(
     shared = {k: v.copy() for k, v in state.shared.items()}
     task = {k: v[rows].copy() for k, v in state.task.items()}
     return shared, task
+
+
+def flatten(shared: Arrays, task: Arrays) -> dict[str, np.ndarray]:
+    """A (shared, task) pair as one flat dict keyed ``shared.<key>`` / ``task.<key>`` (contiguous
+    arrays): the layout of model files and of Flower messages."""
+    flat = {f"shared.{k}": np.ascontiguousarray(v) for k, v in shared.items()}
+    flat.update({f"task.{k}": np.ascontiguousarray(v) for k, v in task.items()})
+    return flat
+
+
+def unflatten(
+    flat: Mapping[str, np.ndarray],
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """The inverse of :func:`flatten`; a key with neither prefix is a ``ValueError``."""
+    shared: dict[str, np.ndarray] = {}
+    task: dict[str, np.ndarray] = {}
+    for key, value in flat.items():
+        block, _, name = key.partition(".")
+        if block not in ("shared", "task") or not name:
+            raise ValueError(f"array {key!r} is neither shared.<key> nor task.<key>")
+        (shared if block == "shared" else task)[name] = value
+    return shared, task

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from reportfed import __version__
-from reportfed.aggregation import GlobalState, node_arrays
+from reportfed.aggregation import GlobalState, flatten, node_arrays, unflatten
 from reportfed.data.partition import holdout
 from reportfed.data.table import ReportTable
 from reportfed.embed import DEFAULT_EMBEDDER, Embedder, make_embedder
@@ -331,8 +331,7 @@ class ReportLabeler:
         from safetensors.numpy import save
 
         self._check_fitted()
-        tensors = {f"shared.{k}": np.ascontiguousarray(v) for k, v in self.state_.shared.items()}
-        tensors.update({f"task.{k}": np.ascontiguousarray(v) for k, v in self.state_.task.items()})
+        tensors = flatten(self.state_.shared, self.state_.task)
         meta: dict[str, Any] = {
             "format": FORMAT,
             "labels": list(self.classes_),
@@ -417,17 +416,7 @@ class ReportLabeler:
                 f"but {embedder!r} is {labeler._embedder().fingerprint}"
             )
         labeler._set_fitted(
-            GlobalState(
-                labels=LabelSpace(tuple(meta["labels"])),
-                shared={
-                    k.removeprefix("shared."): v
-                    for k, v in tensors.items()
-                    if k.startswith("shared.")
-                },
-                task={
-                    k.removeprefix("task."): v for k, v in tensors.items() if k.startswith("task.")
-                },
-            ),
+            GlobalState(LabelSpace(tuple(meta["labels"])), *unflatten(tensors)),
             fingerprint=emb["fingerprint"],
             input_dim=int(emb["dim"]),
             thresholds=meta["thresholds"],

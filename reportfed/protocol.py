@@ -20,7 +20,7 @@ from reportfed.data.partition import (
     holdout,
     iid_rows,
     split_labels,
-    train_test_rows,
+    split_rows,
 )
 from reportfed.federation.baselines import Scenario, Site
 from reportfed.labeler import ReportLabeler
@@ -56,7 +56,7 @@ def partition(
     y: np.ndarray, labels: LabelSpace, protocol: Protocol, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[LabelSpace]]:
     """Train rows, test rows, each train row's node index, and each node's labels."""
-    train, test = train_test_rows(len(y), protocol.test_fraction, rng)
+    train, test = split_rows(len(y), protocol.test_fraction, rng)
     site = np.empty(len(train), dtype=int)
     chunks = (
         iid_rows(len(train), protocol.n_nodes, rng)

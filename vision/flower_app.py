@@ -21,10 +21,10 @@ from flwr.clientapp import ClientApp
 from flwr.serverapp import Grid, ServerApp
 from safetensors.numpy import save
 
-from reportfed.aggregation import Arrays, node_arrays
+from reportfed.aggregation import Arrays, flatten, node_arrays
+from reportfed.data.partition import split_rows
 from reportfed.errors import ReportfedError
 from reportfed.federation.flower.rounds import run_on_grid
-from reportfed.federation.flower.site import split_rows
 from reportfed.federation.flower.strategy import SurgicalAggregation
 from reportfed.federation.flower.wire import (
     ARRAYS,
@@ -92,7 +92,8 @@ def _node(context: Context) -> _Node:
         layout=str(node.get("layout", "table")),  # type: ignore[arg-type]
     )
     config = image_config(dict(context.run_config))
-    fit, val = split_rows(len(table), float(node.get("val-fraction", 0.1)), config.seed)
+    held = float(node.get("val-fraction", 0.1))
+    fit, val = split_rows(len(table), held, np.random.default_rng(config.seed))
     name = str(node.get("name") or Path(str(node["images"])).parent.name)
     return _Node(name, table.subset(fit), table.subset(val), config)
 
@@ -211,8 +212,7 @@ def main(grid: Grid, context: Context) -> None:
         config=ConfigRecord({}),
     )
     state = strategy.global_state(final)
-    tensors = {f"shared.{k}": np.ascontiguousarray(v) for k, v in state.shared.items()}
-    tensors.update({f"task.{k}": np.ascontiguousarray(v) for k, v in state.task.items()})
+    tensors = flatten(state.shared, state.task)
     meta = {"labels": list(state.labels), "fingerprint": strategy.fingerprint,
             "thresholds": strategy.thresholds, "history": strategy.history}  # fmt: skip
     out.mkdir(parents=True, exist_ok=True)

@@ -33,25 +33,27 @@ def split_labels(
     return [LabelSpace(tuple(labels[i] for i in sorted(shared + part.tolist()))) for part in parts]
 
 
-def train_test_rows(
-    n_rows: int, test_fraction: float, rng: np.random.Generator
+def split_rows(
+    n_rows: int, fraction: float, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray]:
-    """A random train/test split of row indices."""
+    """(kept rows, held-out rows), sorted: a random ``fraction`` of ``n_rows`` held out. The one
+    row splitter: train/test splits, and every node's validation rows (in process and on
+    Flower)."""
     perm = rng.permutation(n_rows)
-    n_test = round(n_rows * test_fraction)
-    return np.sort(perm[n_test:]), np.sort(perm[:n_test])
+    n_held = round(n_rows * fraction)
+    return np.sort(perm[n_held:]), np.sort(perm[:n_held])
 
 
 def holdout(
     site: np.ndarray, val_fraction: float, rng: np.random.Generator
 ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Per site (in sorted name order): its (validation rows, training rows), a random
-    ``val_fraction`` of its rows held out for choosing thresholds."""
+    ``val_fraction`` of its rows held out for choosing thresholds (:func:`split_rows`)."""
     out = {}
     for name in sorted(set(site.tolist())):
-        rows = rng.permutation(np.flatnonzero(site == name))
-        n_val = round(len(rows) * val_fraction)
-        out[name] = (rows[:n_val], np.sort(rows[n_val:]))
+        rows = np.flatnonzero(site == name)
+        kept, held = split_rows(len(rows), val_fraction, rng)
+        out[name] = (rows[held], rows[kept])
     return out
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from reportfed.data.partition import split_rows
 from reportfed.data.table import Blank, Uncertain, read_reports
 from reportfed.embed import DEFAULT_EMBEDDER, make_embedder
 from reportfed.embed.granularity import Granularity, embed_reports
@@ -25,13 +26,6 @@ class Site:
     val_x: np.ndarray
     val_y: np.ndarray
     fingerprint: str
-
-
-def split_rows(n: int, val_fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """(training rows, held-out rows) of a node's ``n`` rows, seeded."""
-    order = np.random.default_rng(seed).permutation(n)
-    n_val = round(n * val_fraction)
-    return np.sort(order[n_val:]), np.sort(order[:n_val])
 
 
 def load_site(
@@ -61,7 +55,7 @@ def load_site(
     x = embed_reports(
         table.texts, emb, granularity=granularity, cache_dir=cache_dir, progress=False
     )
-    fit, val = split_rows(len(table), val_fraction, seed)
+    fit, val = split_rows(len(table), val_fraction, np.random.default_rng(seed))
     if not len(fit):
         raise ReportfedError(f"{data}: no training rows left after holding out {val_fraction:.0%}")
     node = Node(name, x[fit], table.labels[fit], table.label_space)

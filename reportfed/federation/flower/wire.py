@@ -12,13 +12,10 @@ import numpy as np
 from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MetricRecord, RecordDict
 
 from reportfed import schema
-from reportfed.aggregation import Arrays, GlobalState
+from reportfed.aggregation import Arrays, GlobalState, flatten, unflatten
 from reportfed.config import FederationConfig
 from reportfed.labels import LabelSpace
 from reportfed.metrics import auroc, f1_thresholds
-
-SHARED = "shared."
-TASK = "task."
 
 ARRAYS = "arrays"  #: RecordDict key of the ArrayRecord
 META = "meta"  #: RecordDict key of the ConfigRecord (labels, node name, fingerprint, settings)
@@ -26,25 +23,13 @@ METRICS = "metrics"  #: RecordDict key of the MetricRecord
 
 
 def to_record(shared: Arrays, task: Arrays) -> ArrayRecord:
-    """Pack a (shared, task) pair of array dicts."""
-    items = {SHARED + k: Array(np.ascontiguousarray(v)) for k, v in shared.items()}
-    items.update({TASK + k: Array(np.ascontiguousarray(v)) for k, v in task.items()})
-    return ArrayRecord(items)
+    """Pack a (shared, task) pair of array dicts (:func:`~reportfed.aggregation.flatten`)."""
+    return ArrayRecord({k: Array(v) for k, v in flatten(shared, task).items()})
 
 
 def from_record(record: ArrayRecord) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Unpack an :class:`ArrayRecord` made by :func:`to_record`; other keys are an error."""
-    shared: dict[str, np.ndarray] = {}
-    task: dict[str, np.ndarray] = {}
-    for key in record:
-        arr = record[key].numpy()
-        if key.startswith(SHARED):
-            shared[key[len(SHARED) :]] = arr
-        elif key.startswith(TASK):
-            task[key[len(TASK) :]] = arr
-        else:
-            raise ValueError(f"array {key!r} is neither shared. nor task.")
-    return shared, task
+    return unflatten({key: record[key].numpy() for key in record})
 
 
 def config_record(config: FederationConfig) -> ConfigRecord:
