@@ -23,10 +23,11 @@ import numpy as np
 from experiments.runner import iu_data
 from reportfed.config import FederationConfig
 from reportfed.federation.baselines import METHODS, Scenario, method_nodes
-from reportfed.federation.engine import Node, predict_state, run_federation
+from reportfed.federation.engine import Node, run_federation
 from reportfed.federation.lockstep import run_federations
 from reportfed.io import atomic_write
 from reportfed.metrics import auroc
+from reportfed.model import predict_state
 from reportfed.protocol import Protocol, scenario
 
 RESULTS = Path(__file__).resolve().parent / "results" / "node_sweep.json"

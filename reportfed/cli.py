@@ -264,7 +264,7 @@ def add_granularity(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_experiment(args: argparse.Namespace) -> None:
-    from experiments.__main__ import main as run_experiment
+    from experiments.suite import main as run_experiment
 
     run_experiment([args.name, *args.args])
 

@@ -25,16 +25,11 @@ from reportfed.data.table import ReportTable
 from reportfed.embed import DEFAULT_EMBEDDER, Embedder, make_embedder
 from reportfed.embed.granularity import Granularity, check_granularity, embed_reports
 from reportfed.errors import ConfigError, ModelFileError, ReportfedError, ReportfedWarning
-from reportfed.federation.engine import (
-    FederationConfig,
-    Node,
-    global_model,
-    predict_state,
-    run_federation,
-)
+from reportfed.federation.engine import FederationConfig, Node, run_federation
 from reportfed.io import atomic_write
 from reportfed.labels import LabelSpace
 from reportfed.metrics import f1_thresholds
+from reportfed.model import global_model, predict_state
 from reportfed.paths import embeddings_cache_dir
 from reportfed.schema import architecture_fields
 from reportfed.states import chexpert_states

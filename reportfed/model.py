@@ -13,7 +13,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from reportfed.aggregation import Arrays
+from reportfed.aggregation import Arrays, GlobalState
+from reportfed.config import FederationConfig
 
 SHARED_PREFIX = "representation."
 TASK_PREFIX = "task."
@@ -113,3 +114,29 @@ def load_arrays(model: nn.Module, shared: Arrays, task: Arrays) -> None:
     if missing:
         raise KeyError(f"unknown model keys {sorted(missing)}")
     model.load_state_dict(state, strict=False)
+
+
+@torch.inference_mode()
+def predict_proba(model: nn.Module, x: torch.Tensor, batch_size: int = 4096) -> np.ndarray:
+    """Sigmoid outputs of ``model`` on ``x`` (eval mode), as a NumPy array."""
+    model.eval()
+    out = [torch.sigmoid(model(x[i : i + batch_size])) for i in range(0, len(x), batch_size)]
+    return torch.cat(out).numpy() if out else np.zeros((0, 0), dtype=np.float32)
+
+
+def node_model(input_dim: int, n_labels: int, config: FederationConfig) -> ReportMLP:
+    """The architecture ``config`` describes, with ``n_labels`` outputs (random weights)."""
+    return ReportMLP(input_dim, n_labels, config.hidden, config.dropout, skip=config.skip)
+
+
+def global_model(state: GlobalState, input_dim: int, config: FederationConfig) -> ReportMLP:
+    """A torch model predicting every label of ``state``."""
+    model = node_model(input_dim, len(state.labels), config)
+    load_arrays(model, state.shared, state.task)
+    return model.eval()
+
+
+def predict_state(state: GlobalState, x: np.ndarray, config: FederationConfig) -> np.ndarray:
+    """Probabilities of the model with weights ``state`` on embeddings ``x``."""
+    model = global_model(state, x.shape[-1], config)
+    return predict_proba(model, torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)))

@@ -78,11 +78,3 @@ def train_local(
             optimizer.step()
             losses.append(loss.item())
     return float(np.mean(losses))
-
-
-@torch.inference_mode()
-def predict_proba(model: nn.Module, x: torch.Tensor, batch_size: int = 4096) -> np.ndarray:
-    """Sigmoid outputs of ``model`` on ``x`` (eval mode), as a NumPy array."""
-    model.eval()
-    out = [torch.sigmoid(model(x[i : i + batch_size])) for i in range(0, len(x), batch_size)]
-    return torch.cat(out).numpy() if out else np.zeros((0, 0), dtype=np.float32)

@@ -80,7 +80,7 @@ def test_cli_forwards_to_the_experiment_runner(capsys) -> None:  # type: ignore[
 
 
 def test_the_notes_state_the_rounds_and_seeds_that_ran() -> None:
-    from experiments.__main__ import notes
+    from experiments.suite import notes
 
     quick = notes(FederationConfig(rounds=5), 3)
     assert "5 rounds x 1 local epoch" in quick and "train 5 epochs" in quick

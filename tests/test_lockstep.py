@@ -174,8 +174,8 @@ def test_lockstep_equals_the_loop_on_sentence_bags_without_dropout(options: dict
 
 def test_lockstep_sentence_bags_with_dropout_learn_like_the_loop() -> None:
     """Sentence bags draw their own dropout masks: not the loop's draws, the same learning."""
-    from reportfed.federation.engine import predict_state
     from reportfed.metrics import auroc
+    from reportfed.model import predict_state
 
     x, y, space = synthetic(n=1000, dim=12, seed=0)
     rows = [slice(0, 300), slice(300, 600), slice(600, 1000)]

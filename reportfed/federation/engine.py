@@ -15,10 +15,10 @@ import torch
 from reportfed.aggregation import GlobalState, NodeUpdate, node_arrays
 from reportfed.config import FederationConfig
 from reportfed.labels import LabelSpace
-from reportfed.model import ReportMLP, load_arrays, to_arrays
+from reportfed.model import ReportMLP, load_arrays, node_model, predict_proba, to_arrays
 from reportfed.rounds import round_seed, run_rounds
 from reportfed.server import SurgicalServer
-from reportfed.train import positive_weights, predict_proba, train_local
+from reportfed.train import positive_weights, train_local
 
 
 @dataclass
@@ -47,29 +47,11 @@ class FederationResult:
     config: FederationConfig
 
 
-def node_model(input_dim: int, n_labels: int, config: FederationConfig) -> ReportMLP:
-    """The architecture ``config`` describes, with ``n_labels`` outputs (random weights)."""
-    return ReportMLP(input_dim, n_labels, config.hidden, config.dropout, skip=config.skip)
-
-
 def initial_state(input_dim: int, labels: LabelSpace, config: FederationConfig) -> GlobalState:
     """The global model every node starts from (seeded)."""
     torch.manual_seed(config.seed)
     shared, task = to_arrays(node_model(input_dim, len(labels), config))
     return GlobalState(labels=labels, shared=shared, task=task)
-
-
-def global_model(state: GlobalState, input_dim: int, config: FederationConfig) -> ReportMLP:
-    """A torch model predicting every label of ``state``."""
-    model = node_model(input_dim, len(state.labels), config)
-    load_arrays(model, state.shared, state.task)
-    return model.eval()
-
-
-def predict_state(state: GlobalState, x: np.ndarray, config: FederationConfig) -> np.ndarray:
-    """Probabilities of the model with weights ``state`` on embeddings ``x``."""
-    model = global_model(state, x.shape[-1], config)
-    return predict_proba(model, torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)))
 
 
 def local_round(

@@ -38,7 +38,7 @@ from reportfed import schema
 from reportfed.aggregation import GlobalState
 from reportfed.config import FederationConfig
 from reportfed.errors import ReportfedError
-from reportfed.federation.engine import global_model, initial_state, local_round
+from reportfed.federation.engine import initial_state, local_round
 from reportfed.federation.flower.settings import RunSettings
 from reportfed.federation.flower.site import Site, load_site
 from reportfed.federation.flower.wire import (
@@ -52,8 +52,8 @@ from reportfed.federation.flower.wire import (
     unpack,
 )
 from reportfed.labels import LabelSpace
+from reportfed.model import global_model, predict_proba
 from reportfed.paths import embeddings_cache_dir
-from reportfed.train import predict_proba
 
 
 def _data(context: Context) -> str:

@@ -1,0 +1,468 @@
+"""``python -m experiments <name> [--repeats N] [--quick]``: run, summarise, tabulate and plot.
+
+IU reports, 13 CheXpert findings (MeSH-derived), 80/20 split, 20 rounds x 1 local epoch, 10% of
+each site's training rows held out for leak-free thresholds, MLP 512-256, Adam 1e-3, batch 32:
+
+* ``paper``: central vs surgical aggregation at K=2 and K=10 (0 shared labels), next to the paper;
+* ``nodes``: K = 2..10 sites, 0 shared labels, with the baselines;
+* ``shared``: K=2, 0..13 shared labels, IID sites, with the baselines;
+* ``noniid``: K=2, shared labels, label-skewed sites (Dirichlet 0.5) and section shift (one site
+  embeds findings, the other impressions; tested on whole reports);
+* ``embeddings``: K=2, 0 shared: all-MiniLM-L6-v2 vs all-mpnet-base-v2 vs ``--embedder`` specs;
+* ``vocab``: a CheXpert-named site (MeSH labels) and an NIH-named site (NegBio labels) on
+  disjoint reports, with and without alias harmonisation;
+* ``psi``: K=4, label heterogeneity psi = the share of the 13 labels each site does *not*
+  annotate (0 = every site has every label; each label keeps at least one site);
+* ``size``: K=2, 0 shared, each site keeps a fraction N of its training rows (test set fixed);
+* ``beyond``: K=10 and K=2 with engine options beyond the paper (more local epochs, knowledge
+  transfer for labels a site lacks, positive-class weighting, a linear skip term in the head,
+  server momentum, FedProx)
+  against the paper's method, central and site-alone models;
+* ``sentence``: K=2 and K=10, the paper's method and central on whole-report embeddings vs the
+  same on sentence-level embeddings (each sentence scored, max over a report's sentences).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from functools import cache
+
+import numpy as np
+import pandas as pd
+
+from experiments import EXPERIMENTS
+from experiments.runner import (
+    REFERENCE,
+    RESULTS,
+    Setting,
+    iu_data,
+    label_plot,
+    label_table,
+    markdown,
+    plot,
+    repeats_default,
+    run,
+    summarize,
+)
+from experiments.sources import mpnet_path, negbio_csv
+from reportfed.config import FederationConfig
+from reportfed.data.iu import load_negbio
+from reportfed.federation.baselines import METHODS, Method, Scenario
+from reportfed.io import atomic_write
+from reportfed.labels import CHEXPERT_13, LabelSpace, canonical
+from reportfed.protocol import Protocol, scenario
+
+#: Beyond the paper: engine options on top of surgical aggregation (same splits, paired tests).
+VARIANTS = {
+    m.name: m
+    for m in (
+        Method(
+            "epochs=5",
+            "surgical, 5 local epochs per round",
+            "surgical",
+            options={"local_epochs": 5},
+        ),
+        Method("distill=1", "surgical + knowledge transfer", "surgical", options={"distill": 1.0}),
+        Method(
+            "epochs=5+distill=1",
+            "surgical, 5 local epochs + knowledge transfer",
+            "surgical",
+            options={"local_epochs": 5, "distill": 1.0},
+        ),
+        Method(
+            "balance",
+            "surgical, positives weighted by negatives/positives",
+            "surgical",
+            options={"balance": True},
+        ),
+        Method(
+            "epochs=5+balance",
+            "surgical, 5 local epochs, positive-class weighting",
+            "surgical",
+            options={"local_epochs": 5, "balance": True},
+        ),
+        Method(
+            "epochs=5+skip",
+            "surgical, 5 local epochs, linear input term in the head",
+            "surgical",
+            options={"local_epochs": 5, "skip": True},
+        ),
+        Method(
+            "epochs=5+balance+momentum=0.9",
+            "surgical, 5 local epochs, positive-class weighting, server momentum 0.9",
+            "surgical",
+            options={"local_epochs": 5, "balance": True, "server_momentum": 0.9},
+        ),
+        Method(
+            "epochs=20+distill=1+balance",
+            "surgical, 20 local epochs, knowledge transfer, positive-class weighting",
+            "surgical",
+            options={"local_epochs": 20, "distill": 1.0, "balance": True},
+        ),
+        Method(
+            "epochs=20+distill=1+balance+prox=0.01",
+            "surgical, 20 local epochs, knowledge transfer, positive-class weighting, FedProx 0.01",
+            "surgical",
+            options={"local_epochs": 20, "distill": 1.0, "balance": True, "prox": 0.01},
+        ),
+    )
+}
+#: Shah et al. (MIDL 2025), private radiologist labels: paper accuracy (%).
+PAPER_NODES = {1.0: 91.67, 2.0: 89.98, 10.0: 74.73}
+PAPER_SHARED = (90.19, 90.89)  #: its range over the IID shared-label sweep
+BASELINES = (
+    "central-masked",
+    "central-negatives",
+    "fl-zero-fill",
+    "fl-partial-loss",
+    "split",
+    "local",
+)
+
+
+def notes(config: FederationConfig, repeats: int) -> str:
+    """The protocol shared by every table, with the rounds and seeds actually run."""
+    epochs = config.rounds * config.local_epochs
+    mlp = "-".join(map(str, config.hidden))
+    return (
+        "IU reports with all 13 findings annotated (3,832), MeSH-derived labels, all-MiniLM-L6-v2 "
+        "(bf16) unless stated, 80/20 split, 10% of each site's training rows held out for "
+        f"leak-free thresholds, MLP {mlp}, Adam {config.lr:g}, batch {config.batch_size}, "
+        f"{config.rounds} rounds x {config.local_epochs} local epoch(s), unweighted surgical "
+        f"aggregation; central and site-alone baselines train {epochs} epochs. Seeds "
+        f"0..{repeats - 1}; a seed fixes the split, the partition and the training, so every "
+        "method of a setting sees the same partitions (paired tests). p: paired t-test against "
+        "surgical aggregation on the same setting."
+    )
+
+
+def _iid(
+    embedder: str = "minilm", *, sentences: bool = False, **protocol: object
+) -> Callable[[int], Scenario]:
+    def build(seed: int) -> Scenario:
+        x, y, labels, _, _ = iu_data(embedder)
+        bags = iu_data(embedder, granularity="sentence")[0] if sentences else None
+        return scenario(x, y, labels, Protocol(**protocol), seed, sentences=bags)  # type: ignore[arg-type]
+
+    return build
+
+
+@cache
+def _sections() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, LabelSpace]:
+    """Reports with both sections: whole-report, findings and impression embeddings, labels."""
+    views = {s: iu_data("minilm", s) for s in ("text", "findings", "impression")}
+    common = sorted(set.intersection(*(set(v[4]) for v in views.values())))
+    pick = {s: [v[4].index(i) for i in common] for s, v in views.items()}
+    x = {s: views[s][0][pick[s]] for s in views}
+    y, labels = views["text"][1][pick["text"]], views["text"][2]
+    return x["text"], x["findings"], x["impression"], y, labels
+
+
+def _section_shift(n_shared: int) -> Callable[[int], Scenario]:
+    def build(seed: int) -> Scenario:
+        text, findings, impression, y, labels = _sections()
+        base = scenario(text, y, labels, Protocol(n_nodes=2, n_shared=n_shared), seed)
+        views = {"node0": findings, "node1": impression}
+        return replace(base, sites=[replace(s, x=views[s.name]) for s in base.sites])
+
+    return build
+
+
+@cache
+def _vocab_data(aliases: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, LabelSpace, LabelSpace]:
+    """IU reports labelled both ways: embeddings, truth over the union, the NIH site's labels over
+    the union, the CheXpert site's and the NIH site's label spaces. Without ``aliases`` the NIH
+    names stay apart ("NIH Effusion" is not "Pleural Effusion")."""
+    x, y_mesh, chexpert, _, ids = iu_data()
+    raw = pd.read_csv(negbio_csv()).set_index("filename")
+    negbio = load_negbio(negbio_csv())
+    keep = [i for i, uid in enumerate(ids) if uid in negbio.index]
+    uids = [ids[i] for i in keep]
+    nih_names = [c for c in raw.columns if c != "normal"]
+    if aliases:
+        nih = LabelSpace.of(nih_names)
+    else:
+        nih = LabelSpace.of([f"NIH {c}" for c in nih_names], allow_unknown=True)
+    union = LabelSpace.union([chexpert, nih])
+    truth = np.full((len(keep), len(union)), np.nan, dtype=np.float32)
+    nih_view = truth.copy()
+    for j, name in enumerate(union):
+        source = canonical(name.removeprefix("NIH "), allow_unknown=True)
+        if name in chexpert:
+            truth[:, j] = y_mesh[keep, chexpert.index(name)]
+        elif source in negbio.columns:
+            truth[:, j] = negbio.loc[uids, source].to_numpy()
+        if name in nih:
+            nih_view[:, j] = negbio.loc[uids, source].to_numpy()
+    return x[keep], truth, nih_view, chexpert, nih
+
+
+def _vocab(aliases: bool) -> Callable[[int], Scenario]:
+    def build(seed: int) -> Scenario:
+        x, truth, nih_view, chexpert, nih = _vocab_data(aliases)
+        union = LabelSpace.union([chexpert, nih])
+        base = scenario(x, truth, union, Protocol(n_nodes=2), seed)  # IID halves of the rows
+        first, second = base.sites
+        sites = [replace(first, labels=chexpert), replace(second, labels=nih, y=nih_view)]
+        return replace(base, sites=sites)
+
+    return build
+
+
+def _psi(psi: float) -> Callable[[int], Scenario]:
+    def build(seed: int) -> Scenario:
+        x, y, labels, _, _ = iu_data()
+        base = scenario(x, y, labels, Protocol(n_nodes=4, n_shared=len(labels)), seed)
+        rng = np.random.default_rng(10_000 + seed)
+        drop = round(psi * len(labels))
+        kept = [set(rng.permutation(len(labels))[drop:].tolist()) for _ in base.sites]
+        for c in range(len(labels)):  # a label nobody kept goes to a random site
+            if not any(c in k for k in kept):
+                kept[int(rng.integers(len(kept)))].add(c)
+        sites = [
+            replace(s, labels=LabelSpace(tuple(labels[c] for c in sorted(k))))
+            for s, k in zip(base.sites, kept, strict=True)
+        ]
+        return replace(base, sites=sites)
+
+    return build
+
+
+def _size(fraction: float) -> Callable[[int], Scenario]:
+    def build(seed: int) -> Scenario:
+        x, y, labels, _, _ = iu_data()
+        base = scenario(x, y, labels, Protocol(n_nodes=2), seed)
+        rng = np.random.default_rng(20_000 + seed)
+        sites = [
+            replace(s, fit=np.sort(rng.permutation(s.fit)[: max(1, round(fraction * len(s.fit)))]))
+            for s in base.sites
+        ]
+        return replace(base, sites=sites)
+
+    return build
+
+
+def vocab_merge_table(labels: pd.DataFrame) -> str:
+    """Surgical aggregation's AUROC on the findings both vocabularies name: one merged class with
+    aliases, two classes (each learned by one site) without."""
+    surgical = labels[labels["method"] == REFERENCE]
+    mean = surgical.groupby(["setting", "label"])["auroc"].mean()
+    rows = [
+        "Findings named by both sites (surgical aggregation, macro AUROC %): with aliases one class "
+        "learned from both sites' reports; without, one class per vocabulary.",
+        "",
+        "| finding | aliases: merged | no aliases: CheXpert name | no aliases: NIH name |",
+        "| --- | ---: | ---: | ---: |",
+    ]
+    for raw in pd.read_csv(negbio_csv(), nrows=0).columns:
+        name = canonical(raw, allow_unknown=True)
+        if raw == "normal" or name not in CHEXPERT_13 or ("aliases", name) not in mean:
+            continue
+        rows.append(
+            f"| {name} | {100 * mean['aliases', name]:.1f} | {100 * mean['no aliases', name]:.1f} "
+            f"| {100 * mean['no aliases', f'NIH {raw}']:.1f} |"
+        )
+    return "\n".join(rows) + "\n"
+
+
+def settings_for(name: str, embedders: Sequence[str]) -> tuple[list[Setting], str]:
+    """The settings of an experiment and its plot x-axis label."""
+    central = Setting("central", 1, _iid(n_nodes=1), ("central",))
+    if name == "paper":
+        return [central] + [Setting(f"K={k}", k, _iid(n_nodes=k)) for k in (2, 10)], ""
+    if name == "nodes":
+        return (
+            [central]
+            + [
+                Setting(
+                    f"K={k}",
+                    k,
+                    _iid(n_nodes=k),
+                    (REFERENCE, *BASELINES) if k % 2 == 0 else (REFERENCE,),
+                    baseline_repeats=10,
+                )
+                for k in range(2, 11)
+            ],
+            "sites (K), 0 shared labels",
+        )
+    if name == "shared":
+        return (
+            [central]
+            + [
+                Setting(
+                    f"shared={s}",
+                    s,
+                    _iid(n_nodes=2, n_shared=s),
+                    (REFERENCE, *BASELINES, "local-heads") if s in (0, 4, 8, 13) else (REFERENCE,),
+                    baseline_repeats=10,
+                )
+                for s in range(14)
+            ],
+            "labels shared by both sites (K=2, IID)",
+        )
+    if name == "noniid":
+        grid = (0, 2, 4, 6, 8, 10, 12, 13)
+        methods = (REFERENCE, *BASELINES, "local-heads")
+        return (
+            [
+                Setting(
+                    f"dirichlet shared={s}",
+                    s,
+                    _iid(n_nodes=2, n_shared=s, rows="dirichlet", alpha=0.5),
+                    methods if s in (0, 13) else (REFERENCE,),
+                    baseline_repeats=10,
+                )
+                for s in grid
+            ]
+            + [
+                Setting(
+                    f"section shared={s}",
+                    s,
+                    _section_shift(s),
+                    methods if s in (0, 13) else (REFERENCE,),
+                    baseline_repeats=10,
+                )
+                for s in grid
+            ],
+            "labels shared by both sites (K=2)",
+        )
+    if name == "embeddings":
+        specs = {"all-MiniLM-L6-v2": "minilm", "all-mpnet-base-v2": f"st:{mpnet_path()}"}
+        specs.update({e: e for e in embedders})
+        return (
+            [
+                Setting(
+                    label,
+                    i,
+                    _iid(spec, n_nodes=2),
+                    (REFERENCE, "central", *BASELINES),
+                    baseline_repeats=10,
+                    embedder=spec,
+                )
+                for i, (label, spec) in enumerate(specs.items())
+            ],
+            "",
+        )
+    if name == "vocab":
+        return (
+            [
+                Setting(
+                    label,
+                    i,
+                    _vocab(aliases),
+                    (REFERENCE, "central", "fl-zero-fill", "fl-partial-loss", "local"),
+                    baseline_repeats=10,
+                )
+                for i, (label, aliases) in enumerate((("aliases", True), ("no aliases", False)))
+            ],
+            "",
+        )
+    if name == "psi":
+        return (
+            [
+                Setting(
+                    f"psi={p}",
+                    p,
+                    _psi(p),
+                    (REFERENCE, "fl-zero-fill", "fl-partial-loss", "local"),
+                    baseline_repeats=10,
+                )
+                for p in (0.0, 0.25, 0.5, 0.75)
+            ],
+            "label heterogeneity psi (share of labels a site lacks, K=4)",
+        )
+    if name == "size":
+        return (
+            [
+                Setting(
+                    f"N={f}",
+                    f,
+                    _size(f),
+                    (REFERENCE, "central-masked", "local"),
+                    baseline_repeats=10,
+                )
+                for f in (0.1, 0.25, 0.5, 1.0)
+            ],
+            "fraction N of each site's training rows (K=2)",
+        )
+    if name == "beyond":
+        return (
+            [
+                Setting(f"K={k}", k, _iid(n_nodes=k), (REFERENCE, *VARIANTS, "central", "local"))
+                for k in (10, 2)  # the headline setting first
+            ],
+            "",
+        )
+    if name == "sentence":
+        arms = (REFERENCE, "sentence", "central", "central-sentence")
+        return (
+            [Setting(f"K={k}", k, _iid(n_nodes=k, sentences=True), arms) for k in (2, 10)],
+            "",
+        )
+    raise SystemExit(f"unknown experiment {name!r}: choose one of {', '.join(EXPERIMENTS)}")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m experiments", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("name", choices=EXPERIMENTS)
+    parser.add_argument(
+        "--repeats", type=int, default=None, help="repeats (default 20; 3 with --quick)"
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="5 rounds, 3 repeats, separate result files"
+    )
+    parser.add_argument(
+        "--embedder",
+        action="append",
+        default=[],
+        help="extra embedder spec for 'embeddings' (e.g. hf:/models/Bio_ClinicalBERT); repeatable",
+    )
+    args = parser.parse_args(argv)
+    settings, xlabel = settings_for(args.name, args.embedder)
+    repeats = repeats_default(args.quick, args.repeats)
+    if args.quick or args.repeats is not None:
+        settings = [
+            replace(s, baseline_repeats=min(s.baseline_repeats or repeats, repeats))
+            for s in settings
+        ]
+    config = FederationConfig(rounds=5) if args.quick else FederationConfig()
+    tag = f"{args.name}-quick" if args.quick else args.name
+    runs, labels = run(tag, settings, repeats, config=config, methods={**METHODS, **VARIANTS})
+    summary = summarize(runs, settings)
+    text_notes = notes(config, repeats)
+    if args.name == "paper":
+        text_notes += "\n\nPaper (Shah et al., MIDL 2025, private radiologist labels): central 91.67%, K=2 89.98%, K=10 74.73%."
+    if args.name == "embeddings":
+        text_notes += (
+            "\n\nEmbedders (kind:model:sha256 of the weight files:precision): "
+            + ", ".join(sorted(set(runs["embedder"])))
+        )
+    text = markdown(summary, f"Experiment: {tag}", text_notes)
+    focus = max(
+        settings, key=lambda s: len(s.methods)
+    ).name  # per-label detail where most methods ran
+    methods = [m for m in dict.fromkeys(m for s in settings for m in s.methods)]
+    text += "\n" + label_table(labels, focus, methods)
+    if args.name == "vocab":
+        text += "\n" + vocab_merge_table(labels)
+    atomic_write(RESULTS / f"{tag}.md", text.encode())
+    label_plot(labels, focus, methods, RESULTS / f"{tag}-labels.png")
+    central = summary[summary["method"] == "central"]
+    if xlabel:
+        for prefix in sorted({s.name.split(" ")[0] for s in settings if " " in s.name}) or [""]:
+            part = summary[
+                (summary["setting"] != "central") & summary["setting"].str.startswith(prefix)
+            ]
+            plot(
+                part,
+                RESULTS / (f"{tag}-{prefix}.png" if prefix else f"{tag}.png"),
+                f"{xlabel}, {prefix}" if prefix else xlabel,
+                central=central.iloc[0] if len(central) and args.name != "noniid" else None,
+                paper=PAPER_NODES if args.name == "nodes" else None,
+                paper_band=PAPER_SHARED if args.name == "shared" else None,
+            )
+    print(text)
