@@ -24,11 +24,12 @@ from tqdm.auto import tqdm
 from reportfed.config import FederationConfig
 from reportfed.data.iu import load_iu
 from reportfed.embed import make_embedder
-from reportfed.embed.granularity import Granularity, embed_reports
+from reportfed.embed.granularity import embed_reports
 from reportfed.federation.baselines import METHODS, Method, Scenario, run_method
 from reportfed.io import atomic_write
 from reportfed.labels import CHEXPERT_13, LabelSpace
 from reportfed.paths import embeddings_cache_dir
+from reportfed.sentences import Granularity
 
 RESULTS = Path(__file__).resolve().parent / "results"
 METRICS = ("paper_accuracy", "leakfree_accuracy", "auroc", "leakfree_f1", "prevalence_accuracy")

@@ -23,7 +23,7 @@ from reportfed.config import FederationConfig
 from reportfed.errors import ReportfedError, ReportfedWarning
 from reportfed.io import atomic_write, check_writable
 from reportfed.labels import CHEXPERT_13, CHEXPERT_14
-from reportfed.sentences import GRANULARITIES
+from reportfed.sentences import GRANULARITIES, GRANULARITY_HELP
 
 
 def _say(msg: str) -> None:
@@ -258,8 +258,7 @@ def add_granularity(p: argparse.ArgumentParser) -> None:
         "--granularity",
         choices=GRANULARITIES,
         default="sentence",
-        help="sentence: score every sentence, pool per label; report: one embedding per report "
-        "(the papers' method)",
+        help=GRANULARITY_HELP,
     )
 
 

@@ -23,7 +23,7 @@ from reportfed.aggregation import GlobalState, flatten, node_arrays, unflatten
 from reportfed.data.partition import holdout
 from reportfed.data.table import ReportTable
 from reportfed.embed import DEFAULT_EMBEDDER, Embedder, make_embedder
-from reportfed.embed.granularity import Granularity, check_granularity, embed_reports
+from reportfed.embed.granularity import embed_reports
 from reportfed.errors import ConfigError, ModelFileError, ReportfedError, ReportfedWarning
 from reportfed.federation.engine import FederationConfig, Node, run_federation
 from reportfed.io import atomic_write
@@ -32,6 +32,7 @@ from reportfed.metrics import f1_thresholds
 from reportfed.model import global_model, predict_state
 from reportfed.paths import embeddings_cache_dir
 from reportfed.schema import architecture_fields
+from reportfed.sentences import Granularity, check_granularity
 from reportfed.states import chexpert_states
 
 FORMAT = "reportfed-model/3"

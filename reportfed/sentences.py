@@ -25,6 +25,10 @@ from typing import Literal
 #: (:mod:`reportfed.embed.granularity` embeds either)
 Granularity = Literal["report", "sentence"]
 GRANULARITIES: tuple[Granularity, ...] = ("report", "sentence")
+GRANULARITY_HELP = (
+    "sentence: score every sentence, pool per label; report: one embedding per report "
+    "(the papers' method)"
+)
 #: Longest unit (in whitespace-separated words) given to the encoder; longer sentences are
 #: windowed. 96 words stay under 256 word pieces unless a word averages over 2.6 pieces.
 MAX_WORDS = 96

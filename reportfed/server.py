@@ -65,16 +65,15 @@ class ServerMomentum:
     lives in this object from round to round; it is not checkpointed, so a resumed run starts it
     from zero."""
 
-    def __init__(self, momentum: float = 0.0, lr: float = 1.0) -> None:
-        ServerOptions(server_momentum=momentum, server_lr=lr)  # the range checks
-        self.momentum = momentum
-        self.lr = lr
+    def __init__(self, options: ServerOptions) -> None:
+        self.momentum = options.server_momentum
+        self.lr = options.server_lr
         self.velocity: dict[str, np.ndarray] | None = None
 
-    def apply(self, previous: GlobalState | None, merged: GlobalState) -> GlobalState:
+    def apply(self, previous: GlobalState, merged: GlobalState) -> GlobalState:
         """The state that follows ``previous`` when this round's merge gave ``merged`` (the merge
-        itself when there is no previous state, or with the default options)."""
-        if (self.momentum == 0.0 and self.lr == 1.0) or previous is None:
+        itself with the default options)."""
+        if self.momentum == 0.0 and self.lr == 1.0:
             return merged
         delta = {k: merged.shared[k] - previous.shared[k] for k in merged.shared}
         if self.velocity is not None:
@@ -118,7 +117,7 @@ class SurgicalServer:
         self.state = state
         self.options = options
         self.min_nodes = min_nodes
-        self._optimizer = ServerMomentum(options.server_momentum, options.server_lr)
+        self._optimizer = ServerMomentum(options)
 
     def step(self, updates: Sequence[NodeUpdate]) -> StepResult:
         """Merge a round's updates into the global state (see the module docstring)."""

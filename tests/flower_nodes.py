@@ -13,11 +13,11 @@ import tomllib
 from reportfed.aggregation import GlobalState
 from reportfed.config import FederationConfig
 from reportfed.data.iu import load_iu
-from reportfed.embed.granularity import Granularity
 from reportfed.federation.engine import run_federation
 from reportfed.federation.flower.launch import APP_DIR
 from reportfed.federation.flower.site import load_site
 from reportfed.labels import canonical
+from reportfed.sentences import Granularity
 
 NODE_LABELS = {
     "a": ["Cardiomegaly", "Pleural Effusion", "Atelectasis"],

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from reportfed.aggregation import GlobalState, NodeUpdate, aggregate, node_arrays
 from reportfed.errors import InvalidUpdateError
 from reportfed.labels import CHEXPERT_13, LabelSpace
-from reportfed.server import ServerMomentum
+from reportfed.server import ServerMomentum, ServerOptions
 
 H = 4
 
@@ -202,7 +202,7 @@ def test_server_momentum_accumulates_the_shared_block_and_keeps_the_task_rows() 
             labels, {"w": np.full(2, w, np.float32)}, {"weight": np.full((1, 2), row)}
         )
 
-    momentum = ServerMomentum(0.5)
+    momentum = ServerMomentum(ServerOptions(server_momentum=0.5))
     first = momentum.apply(state(0.0, 0.0), state(1.0, 3.0))  # velocity 1
     np.testing.assert_allclose(first.shared["w"], 1.0)
     second = momentum.apply(first, state(2.0, 4.0))  # velocity 0.5 * 1 + 1 = 1.5
@@ -210,9 +210,9 @@ def test_server_momentum_accumulates_the_shared_block_and_keeps_the_task_rows() 
     np.testing.assert_array_equal(second.task["weight"], 4.0)  # the merged rows, untouched
     assert second.shared["w"].dtype == np.float32
     plain = state(2.0, 4.0)
-    assert ServerMomentum(0.0).apply(first, plain) is plain  # 0 = the papers' merge
+    assert ServerMomentum(ServerOptions()).apply(first, plain) is plain  # the papers' merge
     with pytest.raises(ValueError, match="momentum"):
-        ServerMomentum(1.0)
+        ServerOptions(server_momentum=1.0)
 
 
 @pytest.mark.parametrize("count", [float("nan"), float("inf"), 0])

@@ -2,9 +2,10 @@
 an image ``ClientApp`` (``client_app``) and ``ServerApp`` (``server_app``).
 
 Node config: ``images`` (an image table, see :mod:`vision.data`), ``layout``, ``image-root``,
-``name``, ``val-fraction`` (0.1). Run config: ``arch``, ``image-size``, ``in-channels``, ``norm``
-(fedavg | fedbn | fedbn+), ``rounds``, ``local-epochs``, ``lr``, ``batch-size``, ``seed``,
-``min-nodes``, ``round-timeout``, ``out``. Under FedBN a node's normalisation layers live in its
+``name``, ``val-fraction`` (0.1). Run config: every field of
+:class:`~vision.federation.ImageFederationConfig`, dashed (``arch``, ``image-size``, ``norm``
+fedavg | fedbn | fedbn+, ..., and the server options such as ``server-momentum``), plus
+``min-nodes``, ``evaluate-every``, ``round-timeout``, ``join-timeout``, ``out``. Under FedBN a node's normalisation layers live in its
 Flower ``context.state`` between rounds and never leave it.
 """
 
@@ -13,7 +14,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 from flwr.app import Array, ArrayRecord, ConfigRecord, Context, Message, MetricRecord
@@ -21,6 +21,7 @@ from flwr.clientapp import ClientApp
 from flwr.serverapp import Grid, ServerApp
 from safetensors.numpy import save
 
+from reportfed import schema
 from reportfed.aggregation import Arrays, flatten, node_arrays
 from reportfed.data.partition import split_rows
 from reportfed.errors import ReportfedError
@@ -52,23 +53,6 @@ from vision.models import ImageClassifier, set_representation_trainable
 LOCAL = "local"  #: context.state key of a node's FedBN layers
 
 
-def image_config(run: dict[str, Any]) -> ImageFederationConfig:
-    """The image federation settings in a run config (defaults for keys not given)."""
-    d = ImageFederationConfig()
-    return ImageFederationConfig(
-        arch=str(run.get("arch", d.arch)),  # type: ignore[arg-type]
-        rounds=int(run.get("rounds", d.rounds)),
-        local_epochs=int(run.get("local-epochs", d.local_epochs)),
-        lr=float(run.get("lr", d.lr)),
-        batch_size=int(run.get("batch-size", d.batch_size)),
-        image_size=int(run.get("image-size", d.image_size)),
-        in_channels=int(run.get("in-channels", d.in_channels)),
-        norm=str(run.get("norm", d.norm)),  # type: ignore[arg-type]
-        warmup_rounds=int(run.get("warmup-rounds", d.warmup_rounds)),
-        seed=int(run.get("seed", d.seed)),
-    )
-
-
 def _fingerprint(config: ImageFederationConfig) -> str:
     size = config.image_size
     return f"image:{config.arch}:{size}x{size}x{config.in_channels}:{config.norm}"
@@ -91,7 +75,7 @@ def _node(context: Context) -> _Node:
         image_root=str(node["image-root"]) if node.get("image-root") else None,
         layout=str(node.get("layout", "table")),  # type: ignore[arg-type]
     )
-    config = image_config(dict(context.run_config))
+    config = schema.decode(ImageFederationConfig, context.run_config)
     held = float(node.get("val-fraction", 0.1))
     fit, val = split_rows(len(table), held, np.random.default_rng(config.seed))
     name = str(node.get("name") or Path(str(node["images"])).parent.name)
@@ -188,7 +172,7 @@ server_app = ServerApp()
 def main(grid: Grid, context: Context) -> None:
     """Register the image nodes, run the rounds, write ``out/global.safetensors``."""
     run = dict(context.run_config)
-    config = image_config(run)
+    config = schema.decode(ImageFederationConfig, run)
     out = Path(str(run.get("out", "vision-federation")))
 
     def init_fn(dim: int, labels: LabelSpace) -> tuple[Arrays, Arrays]:

@@ -17,9 +17,7 @@ import numpy as np
 
 from reportfed.embed.base import Embedder
 from reportfed.embed.cache import embed_texts
-from reportfed.sentences import GRANULARITIES, Granularity, check_granularity, report_units
-
-__all__ = ["GRANULARITIES", "Granularity", "check_granularity", "embed_reports", "pad_units"]
+from reportfed.sentences import Granularity, check_granularity, report_units
 
 
 def pad_units(vectors: np.ndarray, counts: Sequence[int]) -> np.ndarray:

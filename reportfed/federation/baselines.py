@@ -21,12 +21,12 @@ import numpy as np
 
 from reportfed.aggregation import GlobalState
 from reportfed.config import FederationConfig
-from reportfed.embed.granularity import Granularity
 from reportfed.federation.engine import Node
 from reportfed.federation.lockstep import Mode, run_federations
 from reportfed.labels import LabelSpace
 from reportfed.metrics import f1_thresholds, label_metrics
 from reportfed.model import predict_state
+from reportfed.sentences import Granularity
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from reportfed.schema import setting
-from reportfed.sentences import Granularity
+from reportfed.sentences import GRANULARITY_HELP, Granularity
 
 
 @dataclass(frozen=True)
@@ -28,11 +28,7 @@ class RunSettings:
         600.0, "seconds a node has to answer its first message (it embeds its reports then)"
     )
     embedder: str = setting("minilm", "embedder spec of every node without its own")
-    granularity: Granularity = setting(
-        "sentence",
-        "sentence: score every sentence, pool per label; report: one embedding per report "
-        "(the papers' method)",
-    )
+    granularity: Granularity = setting("sentence", GRANULARITY_HELP)
     fingerprint: str = setting("", "embedder fingerprint every node must have ('': the commonest)")
     resume: bool = setting(True, "continue after the last round saved in the output directory")
     dp_noise: float = setting(0.0, "DP noise multiplier (0 = off)")

@@ -12,10 +12,11 @@ import numpy as np
 from reportfed.data.partition import split_rows
 from reportfed.data.table import Blank, Uncertain, read_reports
 from reportfed.embed import DEFAULT_EMBEDDER, make_embedder
-from reportfed.embed.granularity import Granularity, embed_reports
+from reportfed.embed.granularity import embed_reports
 from reportfed.errors import ReportfedError
 from reportfed.federation.engine import Node
 from reportfed.labels import LabelSpace
+from reportfed.sentences import Granularity
 
 
 @dataclass

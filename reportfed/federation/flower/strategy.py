@@ -98,7 +98,6 @@ class SurgicalAggregation(Strategy):
         self.options = replace(options or ServerOptions(), on_invalid="drop")
         self.evaluate_every = evaluate_every
         self.join_timeout = join_timeout
-        self.labels = LabelSpace(())
         self.dim: int | None = None
         self.members: dict[int, Member] = {}
         self.excluded: dict[int, str] = {}
@@ -144,7 +143,6 @@ class SurgicalAggregation(Strategy):
             assert self.dim is not None
             labels = LabelSpace.union(m.labels for m in self.members.values())
             resume = GlobalState(labels, *self.init_fn(self.dim, labels))
-        self.labels = resume.labels
         self.server = SurgicalServer(resume, self.options, min_nodes=self.min_nodes)
         return to_record(resume.shared, resume.task)
 
@@ -205,6 +203,11 @@ class SurgicalAggregation(Strategy):
         log(ERROR, "excluded node %d: %s", node_id, reason)
 
     # -- state ---------------------------------------------------------------------------------
+    @property
+    def labels(self) -> LabelSpace:
+        """The global model's labels (none before :meth:`register`)."""
+        return LabelSpace(()) if self.server is None else self.server.state.labels
+
     def global_state(self, arrays: ArrayRecord) -> GlobalState:
         """The global model held in ``arrays`` with its label space."""
         shared, task = from_record(arrays)
@@ -306,7 +309,6 @@ class SurgicalAggregation(Strategy):
                 by_name[update.node_id].labels = LabelSpace.of(update.labels, allow_unknown=True)
         if step.joined:
             log(INFO, "round %d: new label(s) joined the federation: %s", server_round, step.joined)
-        self.labels = step.state.labels
         metrics = MetricRecord(
             {
                 "nodes": len(step.accepted),
