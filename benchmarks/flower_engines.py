@@ -31,7 +31,7 @@ from reportfed.data.iu import load_iu
 from reportfed.federation.engine import run_federation
 from reportfed.federation.flower.launch import LoopbackFederation
 from reportfed.federation.flower.server_app import HISTORY_FILE, MODEL_FILE
-from reportfed.federation.flower.site import load_site
+from reportfed.federation.flower.site import load_node_data
 from reportfed.io import atomic_write
 from reportfed.labeler import ReportLabeler
 from reportfed.labels import CHEXPERT_13
@@ -66,7 +66,7 @@ def bench(k: int, rounds: int, skip: set[str], work: Path) -> list[dict[str, obj
     run = {"rounds": rounds, "min-nodes": k, "evaluate-every": 0, "round-timeout": 600.0}
     rows: list[dict[str, object]] = []
 
-    nodes = [load_site(p, name=p.stem, cache_dir=cache).node for p in paths]  # embeds once
+    nodes = [load_node_data(p, name=p.stem, cache_dir=cache).node for p in paths]  # embeds once
     start = time.perf_counter()
     reference = run_federation(nodes, FederationConfig(rounds=rounds), progress=False).state
     wall = time.perf_counter() - start

@@ -138,7 +138,7 @@ def cmd_train(args: argparse.Namespace) -> None:
         labeler.fit_tables(tables)
         summary = {"nodes": labeler.provenance_["nodes"]}
     else:
-        summary = _train_iu(labeler, args)
+        labeler, summary = _train_iu(labeler, args)
     labeler.save(args.out)
     summary.update(
         {
@@ -151,7 +151,8 @@ def cmd_train(args: argparse.Namespace) -> None:
     _say(f"wrote model {args.out} and summary {args.metrics}")
 
 
-def _train_iu(labeler, args: argparse.Namespace) -> dict:
+def _train_iu(labeler, args: argparse.Namespace) -> tuple[Any, dict]:
+    """Train on IU under the papers' protocol; the trained labeler and the run's summary."""
     from reportfed.data.iu import load_iu
     from reportfed.protocol import Protocol, simulate
 
@@ -168,10 +169,11 @@ def _train_iu(labeler, args: argparse.Namespace) -> dict:
     result = simulate(
         x, table.labels, table.label_space, protocol, args.seed, labeler=labeler, fingerprint=None
     )
+    labeler = result.labeler
     for name, info in labeler.provenance_["nodes"].items():
         _say(f"{name}: {info['rows']} training reports, labels {info['labels']}")
     _say("test metrics: " + ", ".join(f"{k} {v:.4f}" for k, v in result.metrics.items()))
-    return {
+    return labeler, {
         "protocol": {
             "nodes": args.nodes,
             "shared": args.shared,

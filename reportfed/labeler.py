@@ -7,8 +7,6 @@ it with an embedder of another fingerprint is an error, not a silently wrong ans
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 import warnings
 from collections.abc import Iterable, Sequence
@@ -19,26 +17,22 @@ from typing import Any
 import numpy as np
 
 from reportfed import __version__
-from reportfed.aggregation import GlobalState, flatten, node_arrays, unflatten
+from reportfed.aggregation import GlobalState, node_arrays
 from reportfed.data.partition import holdout
 from reportfed.data.table import ReportTable
 from reportfed.embed import DEFAULT_EMBEDDER, Embedder, make_embedder
 from reportfed.embed.granularity import embed_reports
 from reportfed.errors import ConfigError, ModelFileError, ReportfedError, ReportfedWarning
 from reportfed.federation.engine import FederationConfig, Node, run_federation
-from reportfed.io import atomic_write
 from reportfed.labels import LabelSpace
 from reportfed.metrics import f1_thresholds
 from reportfed.model import global_model, predict_state
+from reportfed.model_file import ModelFile, read_model, write_model
 from reportfed.paths import embeddings_cache_dir
 from reportfed.schema import architecture_fields
 from reportfed.sentences import Granularity, check_granularity
 from reportfed.states import chexpert_states
 
-FORMAT = "reportfed-model/3"
-#: formats :meth:`ReportLabeler.load` reads; in /1 the checksum covers the weights only, /1 and
-#: /2 store the whole training config where /3 keeps the architecture (training is provenance)
-READABLE = ("reportfed-model/1", "reportfed-model/2", FORMAT)
 #: reports embedded and scored at once by :meth:`ReportLabeler.predict_proba` (bounds memory)
 PREDICT_CHUNK = 2048
 
@@ -90,10 +84,26 @@ class ReportLabeler:
         self.val_fraction = val_fraction
         self.cache_dir = cache_dir
         self.progress = progress
+        self._embedder_obj: Embedder | None = None
+
+    def with_config(self, config: FederationConfig, val_fraction: float) -> ReportLabeler:
+        """An unfitted labeler with this one's embedder (the loaded model is shared), granularity,
+        cache and progress, training with ``config`` and ``val_fraction``."""
+        other = ReportLabeler(
+            self.embedder,
+            granularity=self.granularity,
+            base_url=self.base_url,
+            config=config,
+            val_fraction=val_fraction,
+            cache_dir=self.cache_dir,
+            progress=self.progress,
+        )
+        other._embedder_obj = self._embedder_obj
+        return other
 
     # -- embedding ---------------------------------------------------------------------------
     def _embedder(self) -> Embedder:
-        if getattr(self, "_embedder_obj", None) is None:
+        if self._embedder_obj is None:
             self._embedder_obj = make_embedder(self.embedder, base_url=self.base_url)
         return self._embedder_obj
 
@@ -323,29 +333,27 @@ class ReportLabeler:
 
     # -- persistence -------------------------------------------------------------------------
     def save(self, path: str | Path) -> Path:
-        """Write the model to one safetensors file, atomically."""
-        from safetensors.numpy import save
-
+        """Write the model to one safetensors file (:mod:`reportfed.model_file`), atomically."""
         self._check_fitted()
-        tensors = flatten(self.state_.shared, self.state_.task)
-        meta: dict[str, Any] = {
-            "format": FORMAT,
-            "labels": list(self.classes_),
-            "thresholds": [float(t) for t in self.thresholds_],
-            "granularity": self.granularity_,
-            "embedder": {
-                "spec": self.embedder,
-                "base_url": self.base_url,
-                "fingerprint": self.embedder_fingerprint_,
-                "dim": self.input_dim_,
-            },
-            "architecture": {
-                name: getattr(self.config, name) for name in architecture_fields(FederationConfig)
-            },
-            "provenance": self.provenance_,
-        }
-        meta["checksum"] = _checksum(tensors, meta)
-        return atomic_write(path, save(tensors, metadata={"reportfed": json.dumps(meta)}))
+        return write_model(
+            path,
+            ModelFile(
+                state=self.state_,
+                thresholds=[float(t) for t in self.thresholds_],
+                granularity=self.granularity_,
+                embedder={
+                    "spec": self.embedder,
+                    "base_url": self.base_url,
+                    "fingerprint": self.embedder_fingerprint_,
+                    "dim": self.input_dim_,
+                },
+                architecture={
+                    name: getattr(self.config, name)
+                    for name in architecture_fields(FederationConfig)
+                },
+                provenance=self.provenance_,
+            ),
+        )
 
     @classmethod
     def load(
@@ -358,71 +366,36 @@ class ReportLabeler:
         progress: bool = True,
     ) -> ReportLabeler:
         """Load a model file. ``embedder`` overrides the stored spec (it must have the same fingerprint)."""
-        from safetensors import safe_open
-
-        path = Path(path)
-        if not path.is_file():
-            raise ModelFileError(f"{path}: no such model file")
+        model = read_model(path)
         try:
-            with safe_open(str(path), framework="numpy") as f:
-                meta = json.loads((f.metadata() or {}).get("reportfed", "{}"))
-                tensors = {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118 - safe_open API
-        except Exception as exc:  # truncated / not safetensors / bad header
-            raise ModelFileError(f"{path}: not a readable reportfed model file ({exc})") from None
-        if meta.get("format") not in READABLE:
-            raise ModelFileError(f"{path}: not a {FORMAT} file (format {meta.get('format')!r})")
-        covered = None if meta["format"] == READABLE[0] else meta
-        if _checksum(tensors, covered) != meta.get("checksum"):
-            raise ModelFileError(
-                f"{path}: weights or metadata do not match their checksum (corrupted or edited)"
+            arch = {
+                name: model.architecture[name] for name in architecture_fields(FederationConfig)
+            }
+            arch["hidden"] = tuple(arch["hidden"])
+            emb = model.embedder
+            labeler = cls(
+                embedder or emb["spec"],
+                granularity=model.granularity,  # type: ignore[arg-type]
+                base_url=base_url or emb["base_url"],
+                config=FederationConfig(**arch),
+                cache_dir=cache_dir,
+                progress=progress,
             )
-        try:
-            return cls._from_file(path, meta, tensors, embedder, base_url, cache_dir, progress)
+            labeler._set_fitted(
+                model.state,
+                fingerprint=emb["fingerprint"],
+                input_dim=int(emb["dim"]),
+                thresholds=model.thresholds,
+                provenance=model.provenance,
+            )
+            global_model(labeler.state_, labeler.input_dim_, labeler.config)  # weights fit
         except (KeyError, TypeError, ValueError, RuntimeError) as exc:
             raise ModelFileError(f"{path}: inconsistent model metadata ({exc!r})") from None
-
-    @classmethod
-    def _from_file(
-        cls,
-        path: Path,
-        meta: dict[str, Any],
-        tensors: dict[str, np.ndarray],
-        embedder: str | None,
-        base_url: str | None,
-        cache_dir: str | Path | None,
-        progress: bool,
-    ) -> ReportLabeler:
-        """The labeler a verified model file describes (``KeyError``/``ValueError`` where the
-        metadata and the weights disagree)."""
-        stored = meta["architecture"] if "architecture" in meta else meta["config"]
-        arch = {name: stored[name] for name in architecture_fields(FederationConfig)}
-        arch["hidden"] = tuple(arch["hidden"])
-        emb = meta["embedder"]
-        labeler = cls(
-            embedder or emb["spec"],
-            granularity=meta.get("granularity", "report"),
-            base_url=base_url or emb["base_url"],
-            config=FederationConfig(**arch),
-            cache_dir=cache_dir,
-            progress=progress,
-        )
         if embedder is not None and labeler._embedder().fingerprint != emb["fingerprint"]:
             raise ModelFileError(
                 f"{path}: trained with embedder {emb['fingerprint']}, "
                 f"but {embedder!r} is {labeler._embedder().fingerprint}"
             )
-        labeler._set_fitted(
-            GlobalState(LabelSpace(tuple(meta["labels"])), *unflatten(tensors)),
-            fingerprint=emb["fingerprint"],
-            input_dim=int(emb["dim"]),
-            thresholds=meta["thresholds"],
-            provenance=meta["provenance"],
-        )
-        if len(labeler.thresholds_) != len(labeler.classes_):
-            raise ValueError(
-                f"{len(labeler.thresholds_)} thresholds for {len(labeler.classes_)} labels"
-            )
-        global_model(labeler.state_, labeler.input_dim_, labeler.config)  # weights fit the config
         return labeler
 
 
@@ -434,18 +407,6 @@ def _check_embeddings(x: np.ndarray, granularity: Granularity) -> None:
             f"a {granularity}-level labeler takes {wanted}, got embeddings of shape {x.shape}: "
             "embed with labeler.embed(), or set granularity"
         )
-
-
-def _checksum(tensors: dict[str, np.ndarray], meta: dict[str, Any] | None) -> str:
-    """sha256 over the weights and, where given, every metadata field but the checksum."""
-    h = hashlib.sha256()
-    for key in sorted(tensors):
-        h.update(key.encode())
-        h.update(np.ascontiguousarray(tensors[key]).tobytes())
-    if meta is not None:
-        covered = {k: v for k, v in meta.items() if k != "checksum"}
-        h.update(json.dumps(covered, sort_keys=True).encode())
-    return h.hexdigest()
 
 
 #: binary cross-entropy of a model that says 0.5 everywhere

@@ -190,3 +190,10 @@ class LabelSpace:
 
     def __repr__(self) -> str:
         return f"LabelSpace({list(self.names)!r})"
+
+
+def check_label_matrix(y: np.ndarray, rows: int, labels: LabelSpace, what: str) -> None:
+    """Refuse a label matrix ``y`` that is not ``(rows, len(labels))`` (a ``ValueError`` naming
+    ``what`` holds it): the one shape rule of every labelled-rows type (reports, nodes, images)."""
+    if y.shape != (rows, len(labels)):
+        raise ValueError(f"{what}: labels shape {y.shape} != ({rows}, {len(labels)})")

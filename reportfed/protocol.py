@@ -22,7 +22,7 @@ from reportfed.data.partition import (
     split_labels,
     split_rows,
 )
-from reportfed.federation.baselines import Scenario, Site
+from reportfed.federation.baselines import Scenario, SiteRows
 from reportfed.labeler import ReportLabeler
 from reportfed.labels import LabelSpace
 from reportfed.metrics import evaluate
@@ -97,7 +97,9 @@ def simulate(
 ) -> SimulationResult:
     """Run one repeat of ``protocol`` with ``seed`` on embeddings ``x`` and full labels ``y``.
 
-    ``labeler`` (default: a new one) is trained with the protocol's federation config and seed;
+    ``labeler`` (default: a new one) lends its embedder and settings to the labeler trained with
+    the protocol's federation config and seed (``SimulationResult.labeler``; ``labeler`` itself is
+    left unfitted);
     ``fingerprint`` names the embedder of ``x`` (``None``: the labeler's own embedder); ``x`` is
     ``(n, dim)`` (reports) or ``(n, S, dim)`` (sentence bags).
     """
@@ -106,10 +108,10 @@ def simulate(
     config = replace(protocol.federation, seed=seed)
     if protocol.n_nodes == 1:
         config = replace(config, rounds=1, local_epochs=config.rounds * config.local_epochs)
-    labeler = labeler or ReportLabeler(
-        granularity="sentence" if x.ndim == 3 else "report", progress=progress
-    )
-    labeler.config, labeler.val_fraction = config, protocol.val_fraction
+    labeler = (
+        labeler
+        or ReportLabeler(granularity="sentence" if x.ndim == 3 else "report", progress=progress)
+    ).with_config(config, protocol.val_fraction)
     labeler.fit_embeddings(
         x[train],
         node_view_labels(y[train], labels, site, spaces),
@@ -141,7 +143,7 @@ def scenario(
         np.array([f"node{k}" for k in site]), protocol.val_fraction, np.random.default_rng(seed)
     )
     sites = [
-        Site(name, train[fit], train[val], spaces[int(name[4:])])
+        SiteRows(name, train[fit], train[val], spaces[int(name[4:])])
         for name, (val, fit) in splits.items()
     ]
     return Scenario(x=x, y=y, labels=labels, sites=sites, test=test, seed=seed, sentences=sentences)

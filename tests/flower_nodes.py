@@ -15,7 +15,7 @@ from reportfed.config import FederationConfig
 from reportfed.data.iu import load_iu
 from reportfed.federation.engine import run_federation
 from reportfed.federation.flower.launch import APP_DIR
-from reportfed.federation.flower.site import load_site
+from reportfed.federation.flower.site import load_node_data
 from reportfed.labels import canonical
 from reportfed.sentences import Granularity
 
@@ -65,7 +65,7 @@ def engine_state(
 ) -> GlobalState:
     """The in-process engine's global state for the nodes ``names`` after ``rounds`` rounds."""
     nodes = [
-        load_site(tables[n], name=n, cache_dir=cache, granularity=granularity).node
+        load_node_data(tables[n], name=n, cache_dir=cache, granularity=granularity).node
         for n in sorted(names)
     ]
     config = FederationConfig(**{**CONFIG.__dict__, "rounds": rounds, **overrides})

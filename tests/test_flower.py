@@ -93,11 +93,11 @@ def test_flower_strategy_equals_in_process_engine_and_sends_only_own_rows(
     train = [m for m in grid.sent if m.metadata.message_type == "train"]
     assert len(train) == 9
     for msg in train:
-        name = strategy.members[msg.metadata.dst_node_id].name
+        name = strategy.registry.members[msg.metadata.dst_node_id].name
         labels = list(msg.content["meta"]["labels"])
-        assert labels == list(strategy.members[msg.metadata.dst_node_id].labels), name
+        assert labels == list(strategy.registry.members[msg.metadata.dst_node_id].labels), name
         assert msg.content[ARRAYS]["task.weight"].numpy().shape[0] == 3
-    assert [e["accepted"] for e in strategy.history] == [["a", "b", "c"]] * 3
+    assert [e["accepted"] for e in strategy.history.entries] == [["a", "b", "c"]] * 3
 
 
 def test_knowledge_transfer_sends_every_row_and_matches_the_engine(
@@ -109,7 +109,7 @@ def test_knowledge_transfer_sends_every_row_and_matches_the_engine(
     assert_same(states[-1], engine_state(tables, embeddings_cache, "abc", 2, distill=0.5))
     for msg in (m for m in grid.sent if m.metadata.message_type == "train"):
         assert msg.content[ARRAYS]["task.weight"].numpy().shape[0] == len(UNION)
-    for reply_labels in (strategy.members[n].labels for n in strategy.members):
+    for reply_labels in (strategy.registry.members[n].labels for n in strategy.registry.members):
         assert len(reply_labels) == 3  # each node still claims only its own rows
 
 
@@ -145,7 +145,7 @@ def test_poisoned_and_wrong_shape_updates_are_rejected_and_the_run_goes_on(
 
     grid.tamper[101] = wrong_shape  # node b
     strategy, states = run_strategy(grid, 2, min_nodes=1)
-    for entry in strategy.history:
+    for entry in strategy.history.entries:
         assert entry["accepted"] == ["a"]
         assert "NaN or Inf" in entry["rejected"]["c"]
         assert "differ from the federation's" in entry["rejected"]["b"]
@@ -166,12 +166,12 @@ def test_dead_node_keeps_its_labels_and_min_nodes_holds_the_model(
     for key in states[0].task:
         np.testing.assert_array_equal(states[2].task[key][only_c], states[0].task[key][only_c])
         assert not np.array_equal(states[2].task[key][:1], states[0].task[key][:1])
-    assert strategy.history[1]["accepted"] == ["a", "b"]
-    assert strategy.history[1]["failed"] == {"c": "no reply within the round timeout"}
+    assert strategy.history.entries[1]["accepted"] == ["a", "b"]
+    assert strategy.history.entries[1]["failed"] == {"c": "no reply within the round timeout"}
 
     grid = grid_with(tables, embeddings_cache)
     strategy, states = run_strategy(grid, 2, min_nodes=3, between=kill_c)
-    assert strategy.history[1]["aggregated"] is False
+    assert strategy.history.entries[1]["aggregated"] is False
     assert_same(states[1], states[0])
 
 
@@ -187,9 +187,9 @@ def test_node_with_another_embedder_is_excluded_with_a_clear_reason(
          "embedder": "hf:" + resolve_model_path("minilm")},
     )  # fmt: skip
     strategy, _ = run_strategy(grid, 1)
-    assert "every node must use the same embedder" in strategy.excluded[200]
-    assert "node 'd' embeds with hf-mean:" in strategy.excluded[200]
-    assert {m.name for m in strategy.members.values()} == {"a", "b"}
+    assert "every node must use the same embedder" in strategy.registry.excluded[200]
+    assert "node 'd' embeds with hf-mean:" in strategy.registry.excluded[200]
+    assert {m.name for m in strategy.registry.members.values()} == {"a", "b"}
 
 
 def test_a_node_joins_later_and_a_node_brings_a_new_label(
@@ -213,8 +213,8 @@ def test_a_node_joins_later_and_a_node_brings_a_new_label(
     strategy, states = run_strategy(grid, 4, between=between)
     assert "Fracture" not in states[0].labels and "Fracture" in states[1].labels
     assert "Pneumothorax" not in states[1].labels and "Pneumothorax" in states[2].labels
-    assert strategy.history[3]["accepted"] == ["a", "b", "c"]
-    assert list(strategy.members[101].labels)[-1] == "Fracture"
+    assert strategy.history.entries[3]["accepted"] == ["a", "b", "c"]
+    assert list(strategy.registry.members[101].labels)[-1] == "Fracture"
 
 
 def test_server_app_saves_each_round_and_resumes_after_a_restart(
@@ -277,7 +277,7 @@ def test_a_round_in_which_every_update_is_invalid_leaves_the_model_unchanged(
     for node in grid.nodes.values():
         node.node_config["lr"] = 1e30  # both nodes diverge to NaN/Inf
     strategy, states = run_strategy(grid, 2, min_nodes=1)
-    for entry in strategy.history:
+    for entry in strategy.history.entries:
         assert entry["aggregated"] is False and entry["accepted"] == []
         assert set(entry["rejected"]) == {"b", "c"}
         assert all("NaN or Inf" in reason for reason in entry["rejected"].values())

@@ -148,7 +148,7 @@ def _rewrite(path, edit) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_edited_metadata_fails_the_checksum_and_v1_files_still_load(fitted, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from reportfed.labeler import _checksum
+    from reportfed.model_file import checksum as _checksum
 
     labeler, _ = fitted
     for edit in (

@@ -133,10 +133,20 @@ def test_split_mode_keeps_one_body_per_federation() -> None:
     )
 
 
+def test_federations_may_differ_in_seed_learning_rate_and_server_rules() -> None:
+    nodes = federation(0)
+    other = replace(CONFIG, seed=5, lr=3e-3, server_momentum=0.5, weighting="uniform")
+    results = run_federations([nodes, nodes], [CONFIG, other])
+    alone = run_federations([nodes], [other])
+    assert_close(results[1].state.shared, alone[0].state.shared)
+
+
 def test_lockstep_rejects_federations_it_cannot_batch() -> None:
     nodes = federation(0)
     with pytest.raises(ValueError, match="agree on rounds"):
         run_federations([nodes, nodes], [CONFIG, replace(CONFIG, rounds=4)])
+    with pytest.raises(ValueError, match="agree on hidden"):
+        run_federations([nodes, nodes], [CONFIG, replace(CONFIG, hidden=(8,))])
     with pytest.raises(ValueError, match="mode"):
         run_federations([nodes], [CONFIG], mode="fedprox")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="one config per federation"):

@@ -30,7 +30,7 @@ from torch.nn import functional as F
 
 from reportfed.data.table import Uncertain, parse_label_column
 from reportfed.errors import InputFileError
-from reportfed.labels import NIH_14, LabelSpace, canonical, is_known
+from reportfed.labels import NIH_14, LabelSpace, canonical, check_label_matrix, is_known
 
 PATH_COLUMNS = ("Path", "path", "image", "Image Index", "file")
 Layout = Literal["table", "nih", "mimic"]
@@ -46,8 +46,7 @@ class ImageTable:
     source: str = ""
 
     def __post_init__(self) -> None:
-        if self.labels.shape != (len(self.paths), len(self.label_space)):
-            raise ValueError(f"labels shape {self.labels.shape} does not match the paths/labels")
+        check_label_matrix(self.labels, len(self.paths), self.label_space, self.source or "images")
 
     def __len__(self) -> int:
         return len(self.paths)

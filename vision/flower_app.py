@@ -59,14 +59,14 @@ def _fingerprint(config: ImageFederationConfig) -> str:
 
 
 @dataclass
-class _Node:
+class ImageNodeData:
     name: str
     train: ImageTable
     val: ImageTable
     config: ImageFederationConfig
 
 
-def _node(context: Context) -> _Node:
+def _node(context: Context) -> ImageNodeData:
     node = context.node_config
     if not node.get("images"):
         raise ReportfedError("node config has no 'images' (the path of this node's image table)")
@@ -79,10 +79,10 @@ def _node(context: Context) -> _Node:
     held = float(node.get("val-fraction", 0.1))
     fit, val = split_rows(len(table), held, np.random.default_rng(config.seed))
     name = str(node.get("name") or Path(str(node["images"])).parent.name)
-    return _Node(name, table.subset(fit), table.subset(val), config)
+    return ImageNodeData(name, table.subset(fit), table.subset(val), config)
 
 
-def _model(node: _Node, context: Context, n_labels: int) -> ImageClassifier:
+def _model(node: ImageNodeData, context: Context, n_labels: int) -> ImageClassifier:
     model = new_model(node.config, n_labels)
     if LOCAL in context.state.array_records:  # this node's own normalisation layers
         own = context.state.array_records[LOCAL]
@@ -197,8 +197,8 @@ def main(grid: Grid, context: Context) -> None:
     )
     state = strategy.global_state(final)
     tensors = flatten(state.shared, state.task)
-    meta = {"labels": list(state.labels), "fingerprint": strategy.fingerprint,
-            "thresholds": strategy.thresholds, "history": strategy.history}  # fmt: skip
+    meta = {"labels": list(state.labels), "fingerprint": strategy.registry.fingerprint,
+            "thresholds": strategy.thresholds, "history": strategy.history.entries}  # fmt: skip
     out.mkdir(parents=True, exist_ok=True)
     atomic_write(
         out / "global.safetensors",

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from reportfed.errors import InputFileError, LabelError
-from reportfed.labels import LabelSpace, is_known
+from reportfed.labels import LabelSpace, check_label_matrix, is_known
 
 TEXT_COLUMNS = ("Reports", "Report Impression", "REPORT", "report", "text")
 Uncertain = Literal["zeros", "ones", "ignore"]
@@ -52,10 +52,7 @@ class ReportTable:
     ignored_columns: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        if self.labels.shape != (len(self.texts), len(self.label_space)):
-            raise ValueError(
-                f"labels shape {self.labels.shape} != ({len(self.texts)}, {len(self.label_space)})"
-            )
+        check_label_matrix(self.labels, len(self.texts), self.label_space, self.source or "reports")
 
     def __len__(self) -> int:
         return len(self.texts)

@@ -30,7 +30,7 @@ from reportfed.sentences import Granularity
 
 
 @dataclass(frozen=True)
-class Site:
+class SiteRows:
     """One site of a repeat: training and validation rows, the labels it annotates and, where they
     differ from the scenario's, the site's own embeddings (section shift) or labels (another
     labeller) of every row."""
@@ -52,7 +52,7 @@ class Scenario:
     x: np.ndarray
     y: np.ndarray
     labels: LabelSpace
-    sites: list[Site]
+    sites: list[SiteRows]
     test: np.ndarray
     seed: int
     sentences: np.ndarray | None = None
@@ -65,10 +65,10 @@ class Scenario:
             raise ValueError("this scenario has no sentence bags for its rows")
         return replace(self, x=self.sentences)
 
-    def site_x(self, site: Site) -> np.ndarray:
+    def site_x(self, site: SiteRows) -> np.ndarray:
         return self.x if site.x is None else site.x
 
-    def site_view(self, site: Site, rows: np.ndarray) -> np.ndarray:
+    def site_view(self, site: SiteRows, rows: np.ndarray) -> np.ndarray:
         """``y[rows]`` over the union of the sites' labels, NaN where ``site`` does not annotate."""
         union = self.union()
         out = np.full((len(rows), len(union)), np.nan, dtype=np.float32)
@@ -193,7 +193,7 @@ class Outcome:
     per_label: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
-def _targets(scenario: Scenario, site: Site, rows: np.ndarray, method: Method) -> np.ndarray:
+def _targets(scenario: Scenario, site: SiteRows, rows: np.ndarray, method: Method) -> np.ndarray:
     if method.missing == "observed":
         return scenario.y[np.ix_(rows, scenario.labels.indices(scenario.union()))].astype(
             np.float32

@@ -14,7 +14,7 @@ import torch
 
 from reportfed.aggregation import GlobalState, NodeUpdate, node_arrays
 from reportfed.config import FederationConfig
-from reportfed.labels import LabelSpace
+from reportfed.labels import LabelSpace, check_label_matrix
 from reportfed.model import ReportMLP, load_arrays, node_model, predict_proba, to_arrays
 from reportfed.rounds import round_seed, run_rounds
 from reportfed.server import SurgicalServer
@@ -32,10 +32,7 @@ class Node:
     labels: LabelSpace
 
     def __post_init__(self) -> None:
-        if self.y.shape != (len(self.x), len(self.labels)):
-            raise ValueError(
-                f"node {self.name!r}: y shape {self.y.shape} != ({len(self.x)}, {len(self.labels)})"
-            )
+        check_label_matrix(self.y, len(self.x), self.labels, f"node {self.name!r}")
 
 
 @dataclass

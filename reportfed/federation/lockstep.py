@@ -33,7 +33,7 @@ do ``server_momentum`` (one velocity per federation) and ``prox``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from itertools import pairwise
 from typing import Literal
 
@@ -47,25 +47,15 @@ from reportfed.federation.engine import Node, initial_state
 from reportfed.labels import LabelSpace
 from reportfed.model import SKIP, sentence_mask
 from reportfed.rounds import round_seed
-from reportfed.server import SurgicalServer
+from reportfed.server import ServerOptions, SurgicalServer
 from reportfed.train import positive_weights
 
 Mode = Literal["surgical", "local-heads", "split", "none"]
 MODES: tuple[Mode, ...] = ("surgical", "local-heads", "split", "none")
 _BETAS, _EPS = (0.9, 0.999), 1e-8  # torch.optim.Adam's defaults, which train_local uses
-#: config fields every federation of one lockstep run must share
-_SHARED_OPTIONS = (
-    "rounds",
-    "local_epochs",
-    "batch_size",
-    "hidden",
-    "dropout",
-    "distill",
-    "weight_decay",
-    "balance",
-    "skip",
-    "prox",
-)
+#: config fields that may differ between the federations of one lockstep run: each federation
+#: has its own server, seed and learning rates. Every other field (a new one included) must agree.
+_PER_FEDERATION = frozenset({"lr", "node_lr", "seed", *(f.name for f in fields(ServerOptions))})
 
 
 @dataclass
@@ -169,7 +159,7 @@ def _layer_keys(hidden: Sequence[int]) -> list[tuple[str, str]]:
 def _check_configs(configs: Sequence[FederationConfig]) -> FederationConfig:
     first = configs[0]
     for c in configs[1:]:
-        for name in _SHARED_OPTIONS:
+        for name in (f.name for f in fields(FederationConfig) if f.name not in _PER_FEDERATION):
             if getattr(c, name) != getattr(first, name):
                 raise ValueError(f"lockstep federations must agree on {name}")
     return first

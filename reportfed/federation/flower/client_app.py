@@ -40,7 +40,7 @@ from reportfed.config import FederationConfig
 from reportfed.errors import ReportfedError
 from reportfed.federation.engine import initial_state, local_round
 from reportfed.federation.flower.settings import RunSettings
-from reportfed.federation.flower.site import Site, load_site
+from reportfed.federation.flower.site import NodeData, load_node_data
 from reportfed.federation.flower.wire import (
     ARRAYS,
     META,
@@ -66,11 +66,11 @@ def _data(context: Context) -> str:
     raise ReportfedError("node config has no 'data' (the path of this node's reports table)")
 
 
-def _site(context: Context) -> Site:
+def _node_data(context: Context) -> NodeData:
     node, run = context.node_config, context.run_config
     settings = schema.decode(RunSettings, run)
     data = _data(context)
-    return load_site(
+    return load_node_data(
         data,
         name=str(node.get("name") or Path(data).stem),
         embedder=str(node.get("embedder") or settings.embedder),
@@ -111,7 +111,7 @@ app = ClientApp(mods=[optional_clipping])
 @app.query()
 def query(msg: Message, context: Context) -> Message:
     """Describe this node: name, labels, embedder fingerprint, input dimension, rows."""
-    site = _site(context)
+    site = _node_data(context)
     meta = ConfigRecord(
         {
             "name": site.node.name,
@@ -126,7 +126,7 @@ def query(msg: Message, context: Context) -> Message:
 @app.train()
 def train(msg: Message, context: Context) -> Message:
     """One round of local training from the received shared block and label rows."""
-    site = _site(context)
+    site = _node_data(context)
     state, meta = unpack(msg)
     config = federation_config(meta)
     if "lr" in context.node_config:
@@ -153,7 +153,7 @@ def train(msg: Message, context: Context) -> Message:
 @app.evaluate()
 def evaluate(msg: Message, context: Context) -> Message:
     """Per-label AUROC and F1 threshold of the received rows on the held-out rows."""
-    site = _site(context)
+    site = _node_data(context)
     state, meta = unpack(msg)
     config = federation_config(meta)
     labels = [name for name in state.labels if name in site.node.labels]

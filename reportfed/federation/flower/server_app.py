@@ -7,35 +7,34 @@ federation run`` sets it from its flags): every field of
 message) and of :class:`~reportfed.federation.flower.settings.RunSettings`, dashed.
 
 After every round the global model is written atomically to ``out/global.safetensors`` (a
-:class:`~reportfed.labeler.ReportLabeler` file: ``reportfed label --model`` reads it) and the round
+model file, :mod:`reportfed.model_file`: ``reportfed label --model`` reads it) and the round
 log to ``out/history.json``. With ``resume = true`` a restarted server continues after the last
 saved round, numbering rounds on from it.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict
 from logging import INFO, WARNING
 from pathlib import Path
-from typing import Any
 
 from flwr.app import ArrayRecord, Context
 from flwr.serverapp import Grid, ServerApp
 from flwr.serverapp.strategy import DifferentialPrivacyClientSideFixedClipping, Strategy
 from flwr.supercore import log
 
-from reportfed import schema
+from reportfed import __version__, schema
 from reportfed.aggregation import Arrays, GlobalState
 from reportfed.config import FederationConfig
 from reportfed.federation.engine import initial_state
+from reportfed.federation.flower.history import RunHistory
 from reportfed.federation.flower.rounds import run_on_grid
 from reportfed.federation.flower.settings import RunSettings
 from reportfed.federation.flower.strategy import SurgicalAggregation
 from reportfed.federation.flower.wire import config_record, federation_config
-from reportfed.io import atomic_write
-from reportfed.labeler import ReportLabeler
 from reportfed.labels import LabelSpace
+from reportfed.model_file import ModelFile, read_model, write_model
+from reportfed.schema import architecture_fields
 
 MODEL_FILE = "global.safetensors"
 HISTORY_FILE = "history.json"
@@ -49,37 +48,43 @@ def _save(
     config: FederationConfig,
     settings: RunSettings,
 ) -> None:
-    labeler = ReportLabeler.from_state(
-        state,
-        embedder=settings.embedder,
-        fingerprint=str(strategy.fingerprint),
-        input_dim=int(strategy.dim or 0),
-        config=config,
-        granularity=settings.granularity,
+    registry = strategy.registry
+    model = ModelFile(
+        state=state,
         thresholds=[strategy.thresholds.get(name, 0.5) for name in state.labels],
+        granularity=settings.granularity,
+        embedder={
+            "spec": settings.embedder,
+            "base_url": None,
+            "fingerprint": str(registry.fingerprint),
+            "dim": int(registry.dim or 0),
+        },
+        architecture={
+            name: getattr(config, name) for name in architecture_fields(FederationConfig)
+        },
         provenance={
+            "reportfed": __version__,
             "config": asdict(config),
             "federation": {
                 "engine": "flower",
                 "round": round_,
-                "nodes": {m.name: list(m.labels) for m in strategy.members.values()},
-                "excluded": {str(k): v for k, v in strategy.excluded.items()},
+                "nodes": {m.name: list(m.labels) for m in registry.members.values()},
+                "excluded": {str(k): v for k, v in registry.excluded.items()},
             },
         },
     )
-    labeler.save(out / MODEL_FILE)
-    atomic_write(out / HISTORY_FILE, json.dumps(strategy.history, indent=1).encode())
+    write_model(out / MODEL_FILE, model)
+    strategy.history.save(out / HISTORY_FILE)
 
 
-def _resume(out: Path) -> tuple[GlobalState, int, str, list[dict[str, Any]]] | None:
+def _resume(out: Path) -> tuple[GlobalState, int, str, RunHistory] | None:
     path = out / MODEL_FILE
     if not path.is_file():
         return None
-    labeler = ReportLabeler.load(path, progress=False)
-    done = int(labeler.provenance_.get("federation", {}).get("round", 0))
-    history_path = out / HISTORY_FILE
-    history = json.loads(history_path.read_text()) if history_path.is_file() else []
-    return labeler.state_, done, labeler.embedder_fingerprint_, history
+    model = read_model(path)
+    done = int(model.provenance.get("federation", {}).get("round", 0))
+    history = RunHistory.load(out / HISTORY_FILE, up_to=done)
+    return model.state, done, str(model.embedder["fingerprint"]), history
 
 
 app = ServerApp()
@@ -118,7 +123,7 @@ def main(grid: Grid, context: Context) -> None:
         )
         return
     if resumed:
-        strategy.history = [e for e in resumed[3] if e.get("round", 0) <= done]
+        strategy.history = resumed[3]
         log(INFO, "resuming after round %d with labels %s", done, list(resumed[0].labels))
     initial = strategy.register(grid, config.rounds, resume=resumed[0] if resumed else None)
 
@@ -131,7 +136,7 @@ def main(grid: Grid, context: Context) -> None:
             strategy,
             noise_multiplier=settings.dp_noise,
             clipping_norm=settings.dp_clip,
-            num_sampled_clients=len(strategy.members),
+            num_sampled_clients=len(strategy.registry.members),
         )
     run_on_grid(
         runner,

@@ -20,7 +20,7 @@ from reportfed.sentences import Granularity
 
 
 @dataclass
-class Site:
+class NodeData:
     """A node's training data (``node``), held-out rows and embedder fingerprint."""
 
     node: Node
@@ -29,7 +29,7 @@ class Site:
     fingerprint: str
 
 
-def load_site(
+def load_node_data(
     data: str | Path,
     *,
     name: str,
@@ -41,7 +41,7 @@ def load_site(
     seed: int = 0,
     uncertain: Uncertain = "zeros",
     blank: Blank = "negative",
-) -> Site:
+) -> NodeData:
     """Read, embed and split a node's reports table (label columns in any vocabulary).
 
     The node's labels are the label columns with at least one annotated row; ``granularity``
@@ -60,4 +60,4 @@ def load_site(
     if not len(fit):
         raise ReportfedError(f"{data}: no training rows left after holding out {val_fraction:.0%}")
     node = Node(name, x[fit], table.labels[fit], table.label_space)
-    return Site(node, x[val], table.labels[val], emb.fingerprint)
+    return NodeData(node, x[val], table.labels[val], emb.fingerprint)

@@ -5,9 +5,8 @@ its own labels, so the strategy keeps the global label space and lets
 :class:`reportfed.server.SurgicalServer` do the averaging. Rounds are numbered over a run's
 whole life (a resumed run goes on from its checkpoint's round). Flow of a run:
 
-1. :meth:`SurgicalAggregation.register` asks every connected node (message type ``query``) for
-   its name, labels, embedder fingerprint, input dimension and sample count; nodes whose
-   fingerprint or dimension differ from the federation's are excluded with the reason logged. It
+1. :meth:`SurgicalAggregation.register` waits for ``min_nodes`` nodes and registers them through
+   its :class:`~reportfed.federation.flower.registry.Registry` (the ``query`` handshake). It
    returns the initial global arrays (built by ``init_fn`` over the union of the labels) or the
    arrays of a resumed checkpoint.
 2. Every round (:meth:`configure_train`), each registered, connected node receives the shared block
@@ -16,7 +15,8 @@ whole life (a resumed run goes on from its checkpoint's round). Flow of a run:
    steps the :class:`~reportfed.server.SurgicalServer` with ``on_invalid="drop"``: error replies
    (a dead node), NaN/Inf and wrong shapes are logged and left out; labels nobody sent keep their
    last rows; a label a node brings in a later round joins the global model. Fewer than
-   ``min_nodes`` accepted updates leave the global model unchanged for that round.
+   ``min_nodes`` accepted updates leave the global model unchanged for that round. Each round is
+   recorded in a :class:`~reportfed.federation.flower.history.RunHistory`.
 4. Evaluation (:meth:`configure_evaluate`, every ``evaluate_every`` rounds and at the last) runs on
    each node's held-out rows; :meth:`aggregate_evaluate` averages per label over the nodes having it
    (weighted by their annotated rows) and keeps per-label thresholds for the model file.
@@ -25,11 +25,9 @@ whole life (a resumed run goes on from its checkpoint's round). Flow of a run:
 from __future__ import annotations
 
 import time
-from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from logging import ERROR, INFO, WARNING
-from typing import Any
 
 import numpy as np
 from flwr.app import ArrayRecord, ConfigRecord, Message, MetricRecord, RecordDict
@@ -38,22 +36,13 @@ from flwr.serverapp.strategy import Strategy
 from flwr.supercore import log
 
 from reportfed.aggregation import Arrays, GlobalState, NodeUpdate, node_arrays
-from reportfed.errors import LabelError
+from reportfed.federation.flower.history import RunHistory
+from reportfed.federation.flower.registry import Registry
 from reportfed.federation.flower.wire import ARRAYS, META, METRICS, from_record, to_record
 from reportfed.labels import LabelSpace
 from reportfed.server import ServerOptions, SurgicalServer
 
 InitFn = Callable[[int, LabelSpace], tuple[Arrays, Arrays]]
-
-
-@dataclass
-class Member:
-    """A registered node."""
-
-    node_id: int
-    name: str
-    labels: LabelSpace
-    index: int
 
 
 class SurgicalAggregation(Strategy):
@@ -94,21 +83,16 @@ class SurgicalAggregation(Strategy):
             raise ValueError(f"min_nodes must be >= 1, got {min_nodes}")
         self.init_fn = init_fn
         self.min_nodes = min_nodes
-        self.fingerprint = fingerprint
+        self.registry = Registry(fingerprint, join_timeout)
         self.options = replace(options or ServerOptions(), on_invalid="drop")
         self.evaluate_every = evaluate_every
-        self.join_timeout = join_timeout
-        self.dim: int | None = None
-        self.members: dict[int, Member] = {}
-        self.excluded: dict[int, str] = {}
         self.last_round = 0
         self.thresholds: dict[str, float] = {}
-        self.history: list[dict[str, Any]] = []
+        self.history = RunHistory()
         self.server: SurgicalServer | None = None
         self._awaiting: set[int] = set()
         self._started = 0.0
 
-    # -- registration --------------------------------------------------------------------------
     def register(
         self,
         grid: Grid,
@@ -121,86 +105,21 @@ class SurgicalAggregation(Strategy):
         new (``init_fn`` over the union of the nodes' labels) or a checkpoint's (``resume``).
         ``last_round`` is the run's last round number (rounds are numbered from 1 over a resumed
         run's whole life)."""
-        waited = 0.0
-        while len(list(grid.get_node_ids())) < self.min_nodes:
-            if waited >= wait:
-                raise TimeoutError(
-                    f"only {len(list(grid.get_node_ids()))} of {self.min_nodes} nodes connected "
-                    f"after {wait:.0f} s"
-                )
-            if waited % 10 == 0:
-                log(INFO, "waiting for %d nodes to connect", self.min_nodes)
-            time.sleep(0.5)
-            waited += 0.5
-        self._register_new(grid)
-        if len(self.members) < self.min_nodes:
+        self.registry.wait_for(grid, self.min_nodes, wait)
+        self.registry.register_new(grid)
+        members = self.registry.members
+        if len(members) < self.min_nodes:
             raise RuntimeError(
-                f"{len(self.members)} node(s) registered, {self.min_nodes} needed; excluded: "
-                f"{self.excluded}"
+                f"{len(members)} node(s) registered, {self.min_nodes} needed; excluded: "
+                f"{self.registry.excluded}"
             )
         self.last_round = last_round
         if resume is None:
-            assert self.dim is not None
-            labels = LabelSpace.union(m.labels for m in self.members.values())
-            resume = GlobalState(labels, *self.init_fn(self.dim, labels))
+            assert self.registry.dim is not None
+            labels = LabelSpace.union(m.labels for m in members.values())
+            resume = GlobalState(labels, *self.init_fn(self.registry.dim, labels))
         self.server = SurgicalServer(resume, self.options, min_nodes=self.min_nodes)
         return to_record(resume.shared, resume.task)
-
-    def _register_new(self, grid: Grid) -> None:
-        new = sorted(set(grid.get_node_ids()) - set(self.members) - set(self.excluded))
-        if not new:
-            return
-        queries = [
-            Message(RecordDict({META: ConfigRecord()}), dst_node_id=n, message_type="query")
-            for n in new
-        ]
-        infos = []
-        for reply in grid.send_and_receive(queries, timeout=self.join_timeout):
-            node_id = reply.metadata.src_node_id
-            if reply.has_error():
-                log(WARNING, "node %d did not answer the query: %s", node_id, reply.error.reason)
-                continue
-            try:
-                meta = reply.content.config_records[META]
-                infos.append(
-                    (
-                        node_id,
-                        str(meta["name"]),
-                        LabelSpace.of(list(meta["labels"]), allow_unknown=True),  # type: ignore[arg-type]
-                        str(meta["fingerprint"]),
-                        int(meta["dim"]),  # type: ignore[arg-type]
-                        int(reply.content.metric_records[METRICS]["num-examples"]),  # type: ignore[arg-type]
-                    )
-                )
-            except (KeyError, TypeError, ValueError, LabelError) as exc:
-                self._exclude(node_id, f"malformed query reply ({exc})")
-        if self.fingerprint is None and infos:
-            counts = Counter(info[3] for info in sorted(infos, key=lambda i: i[1]))
-            self.fingerprint = counts.most_common(1)[0][0]
-            log(INFO, "federation embedder fingerprint: %s", self.fingerprint)
-        names = {m.name for m in self.members.values()}
-        for node_id, name, labels, fingerprint, dim, n in sorted(infos, key=lambda i: i[1]):
-            if fingerprint != self.fingerprint:
-                self._exclude(
-                    node_id,
-                    f"node {name!r} embeds with {fingerprint}, the federation with "
-                    f"{self.fingerprint}; every node must use the same embedder",
-                )
-            elif self.dim is not None and dim != self.dim:
-                self._exclude(node_id, f"node {name!r} has input dim {dim}, not {self.dim}")
-            elif name in names:
-                self._exclude(node_id, f"node name {name!r} is already taken")
-            elif not labels:
-                self._exclude(node_id, f"node {name!r} has no labels")
-            else:
-                self.dim = dim
-                names.add(name)
-                self.members[node_id] = Member(node_id, name, labels, len(self.members))
-                log(INFO, "registered node %r: %d rows, labels %s", name, n, list(labels))
-
-    def _exclude(self, node_id: int, reason: str) -> None:
-        self.excluded[node_id] = reason
-        log(ERROR, "excluded node %d: %s", node_id, reason)
 
     # -- state ---------------------------------------------------------------------------------
     @property
@@ -220,7 +139,7 @@ class SurgicalAggregation(Strategy):
         # knowledge transfer: a training node needs every row, not only its own labels'
         every_row = kind == "train" and float(config.get("distill", 0.0)) > 0  # type: ignore[arg-type]
         messages = []
-        for member in sorted(self.members.values(), key=lambda m: m.index):
+        for member in sorted(self.registry.members.values(), key=lambda m: m.index):
             if member.node_id not in connected:
                 continue
             known = [name for name in member.labels if name in state.labels]
@@ -240,7 +159,7 @@ class SurgicalAggregation(Strategy):
         self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid
     ) -> Iterable[Message]:
         """Register newly connected nodes, then send each node the shared block and its rows."""
-        self._register_new(grid)
+        self.registry.register_new(grid)
         assert self.server is not None, "register() first"
         # the arrays Flower hands back are the global model (a DP wrapper may have noised them)
         self.server.state = self.global_state(arrays)
@@ -257,7 +176,7 @@ class SurgicalAggregation(Strategy):
         replies = list(replies)
         updates, failed, losses = [], {}, {}
         for reply in replies:
-            member = self.members.get(reply.metadata.src_node_id)
+            member = self.registry.members.get(reply.metadata.src_node_id)
             if member is None:
                 continue
             if reply.has_error():
@@ -274,7 +193,7 @@ class SurgicalAggregation(Strategy):
                 continue
             updates.append(NodeUpdate(member.name, labels, shared, task, num_examples=n))
         replied = {reply.metadata.src_node_id for reply in replies}
-        for node_id, member in sorted(self.members.items()):
+        for node_id, member in sorted(self.registry.members.items()):
             if node_id not in self._awaiting:
                 failed[member.name] = "not connected"
             elif node_id not in replied:
@@ -284,17 +203,8 @@ class SurgicalAggregation(Strategy):
         step = self.server.step(updates)
         for name, reason in step.rejected.items():
             log(ERROR, "round %d: rejected the update of %r: %s", server_round, name, reason)
-        self.history.append(
-            {
-                "round": server_round,
-                "failed": failed,
-                "loss": losses,
-                "seconds": round(time.perf_counter() - self._started, 3),
-                "accepted": step.accepted,
-                "rejected": step.rejected,
-                "aggregated": step.aggregated,
-            }
-        )
+        seconds = time.perf_counter() - self._started
+        self.history.trained(server_round, step, failed=failed, losses=losses, seconds=seconds)
         if not step.aggregated:
             log(
                 WARNING,
@@ -303,7 +213,7 @@ class SurgicalAggregation(Strategy):
                 len(step.accepted),
             )
             return None, None
-        by_name = {m.name: m for m in self.members.values()}
+        by_name = self.registry.by_name()
         for update in updates:
             if update.node_id in step.accepted:
                 by_name[update.node_id].labels = LabelSpace.of(update.labels, allow_unknown=True)
@@ -335,7 +245,7 @@ class SurgicalAggregation(Strategy):
         """Per-label AUROC and threshold, averaged over the nodes having the label (by rows)."""
         sums: dict[str, np.ndarray] = {}  # label -> [n, n*auroc, n*threshold]
         for reply in replies:
-            member = self.members.get(reply.metadata.src_node_id)
+            member = self.registry.members.get(reply.metadata.src_node_id)
             if member is None or reply.has_error():
                 continue
             try:
@@ -360,9 +270,7 @@ class SurgicalAggregation(Strategy):
                 out[f"auroc/{label}"] = float(auc / n)
                 self.thresholds[label] = float(thr / n)
         out["macro-auroc"] = float(np.mean([v for k, v in out.items() if k.startswith("auroc/")]))
-        for entry in self.history:
-            if entry["round"] == server_round:
-                entry["evaluation"] = dict(out)
+        self.history.evaluated(server_round, out)
         return MetricRecord(out)
 
     def summary(self) -> None:
@@ -377,7 +285,7 @@ class SurgicalAggregation(Strategy):
         log(
             INFO,
             "\t└── %d node(s), %d label(s): %s",
-            len(self.members),
+            len(self.registry.members),
             len(self.labels),
             list(self.labels),
         )

@@ -1,0 +1,57 @@
+"""The record of a Flower run, one entry per round (``history.json`` beside the model): which
+nodes were accepted, rejected or failed and why, their training losses, the round's seconds and,
+on evaluation rounds, the per-label AUROC."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from reportfed.io import atomic_write
+from reportfed.server import StepResult
+
+
+class RunHistory:
+    """Round entries of a run; a resumed run keeps those up to its checkpoint's round."""
+
+    def __init__(self, entries: list[dict[str, Any]] | None = None) -> None:
+        self.entries = entries or []
+
+    @classmethod
+    def load(cls, path: Path, *, up_to: int) -> RunHistory:
+        """The entries of ``path`` (if it exists) up to round ``up_to``."""
+        entries = json.loads(path.read_text()) if path.is_file() else []
+        return cls([e for e in entries if e.get("round", 0) <= up_to])
+
+    def save(self, path: Path) -> None:
+        """Write the entries to ``path`` atomically."""
+        atomic_write(path, json.dumps(self.entries, indent=1).encode())
+
+    def trained(
+        self,
+        round_: int,
+        step: StepResult,
+        *,
+        failed: dict[str, str],
+        losses: dict[str, float],
+        seconds: float,
+    ) -> None:
+        """Record round ``round_``'s server step and the nodes that sent no update."""
+        self.entries.append(
+            {
+                "round": round_,
+                "failed": failed,
+                "loss": losses,
+                "seconds": round(seconds, 3),
+                "accepted": step.accepted,
+                "rejected": step.rejected,
+                "aggregated": step.aggregated,
+            }
+        )
+
+    def evaluated(self, round_: int, metrics: dict[str, Any]) -> None:
+        """Attach round ``round_``'s evaluation metrics to its entry."""
+        for entry in self.entries:
+            if entry["round"] == round_:
+                entry["evaluation"] = dict(metrics)

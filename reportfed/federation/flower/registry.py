@@ -1,0 +1,129 @@
+"""Which Flower nodes belong to the federation: the handshake (message type ``query``) that asks a
+node for its name, labels, embedder fingerprint, input dimension and rows, and the rules that
+exclude a node (another embedder or dimension, a taken name, no labels), each with its reason."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from logging import ERROR, INFO, WARNING
+
+from flwr.app import ConfigRecord, Message, RecordDict
+from flwr.serverapp import Grid
+from flwr.supercore import log
+
+from reportfed.errors import LabelError
+from reportfed.federation.flower.wire import META, METRICS
+from reportfed.labels import LabelSpace
+
+
+@dataclass
+class Member:
+    """A registered node: its Flower id, name, labels and index (the order of registration,
+    which seeds its local training)."""
+
+    node_id: int
+    name: str
+    labels: LabelSpace
+    index: int
+
+
+@dataclass
+class _Answer:
+    node_id: int
+    name: str
+    labels: LabelSpace
+    fingerprint: str
+    dim: int
+    rows: int
+
+
+@dataclass
+class Registry:
+    """The federation's members and excluded nodes. ``fingerprint`` is the embedder every member
+    must have (``None``: the most common one among the first nodes to answer); ``join_timeout``
+    the seconds a new node has to answer its query (it reads and embeds its reports then)."""
+
+    fingerprint: str | None = None
+    join_timeout: float = 600.0
+    dim: int | None = None
+    members: dict[int, Member] = field(default_factory=dict)
+    excluded: dict[int, str] = field(default_factory=dict)
+
+    def wait_for(self, grid: Grid, count: int, wait: float) -> None:
+        """Block until ``count`` nodes are connected (``TimeoutError`` after ``wait`` seconds)."""
+        waited = 0.0
+        while len(list(grid.get_node_ids())) < count:
+            if waited >= wait:
+                raise TimeoutError(
+                    f"only {len(list(grid.get_node_ids()))} of {count} nodes connected "
+                    f"after {wait:.0f} s"
+                )
+            if waited % 10 == 0:
+                log(INFO, "waiting for %d nodes to connect", count)
+            time.sleep(0.5)
+            waited += 0.5
+
+    def register_new(self, grid: Grid) -> None:
+        """Query the connected nodes not seen yet and register or exclude each."""
+        new = sorted(set(grid.get_node_ids()) - set(self.members) - set(self.excluded))
+        if not new:
+            return
+        queries = [
+            Message(RecordDict({META: ConfigRecord()}), dst_node_id=n, message_type="query")
+            for n in new
+        ]
+        answers = []
+        for reply in grid.send_and_receive(queries, timeout=self.join_timeout):
+            node_id = reply.metadata.src_node_id
+            if reply.has_error():
+                log(WARNING, "node %d did not answer the query: %s", node_id, reply.error.reason)
+                continue
+            try:
+                meta = reply.content.config_records[META]
+                answers.append(
+                    _Answer(
+                        node_id,
+                        str(meta["name"]),
+                        LabelSpace.of(list(meta["labels"]), allow_unknown=True),  # type: ignore[arg-type]
+                        str(meta["fingerprint"]),
+                        int(meta["dim"]),  # type: ignore[arg-type]
+                        int(reply.content.metric_records[METRICS]["num-examples"]),  # type: ignore[arg-type]
+                    )
+                )
+            except (KeyError, TypeError, ValueError, LabelError) as exc:
+                self.exclude(node_id, f"malformed query reply ({exc})")
+        answers.sort(key=lambda a: a.name)
+        if self.fingerprint is None and answers:
+            self.fingerprint = Counter(a.fingerprint for a in answers).most_common(1)[0][0]
+            log(INFO, "federation embedder fingerprint: %s", self.fingerprint)
+        for answer in answers:
+            self._admit(answer)
+
+    def _admit(self, a: _Answer) -> None:
+        if a.fingerprint != self.fingerprint:
+            self.exclude(
+                a.node_id,
+                f"node {a.name!r} embeds with {a.fingerprint}, the federation with "
+                f"{self.fingerprint}; every node must use the same embedder",
+            )
+        elif self.dim is not None and a.dim != self.dim:
+            self.exclude(a.node_id, f"node {a.name!r} has input dim {a.dim}, not {self.dim}")
+        elif a.name in {m.name for m in self.members.values()}:
+            self.exclude(a.node_id, f"node name {a.name!r} is already taken")
+        elif not a.labels:
+            self.exclude(a.node_id, f"node {a.name!r} has no labels")
+        else:
+            self.dim = a.dim
+            self.members[a.node_id] = Member(a.node_id, a.name, a.labels, len(self.members))
+            log(INFO, "registered node %r: %d rows, labels %s", a.name, a.rows, list(a.labels))
+
+    def exclude(self, node_id: int, reason: str) -> None:
+        """Leave ``node_id`` out of the federation for ``reason`` (logged)."""
+        self.excluded[node_id] = reason
+        log(ERROR, "excluded node %d: %s", node_id, reason)
+
+    def by_name(self) -> dict[str, Member]:
+        """The members by name."""
+        return {m.name: m for m in self.members.values()}

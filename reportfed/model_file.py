@@ -1,0 +1,111 @@
+"""The model file: one safetensors file holding a global model's weights and what it takes to use
+them (labels, thresholds, embedder, granularity, architecture) with a provenance record.
+
+:class:`~reportfed.labeler.ReportLabeler` saves and loads it, and the Flower ServerApp writes and
+resumes from it, so both read one format without importing each other. The metadata sits in the
+safetensors header under ``reportfed``; a sha256 over the weights and every metadata field makes
+an edited or truncated file an error instead of a different model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from reportfed.aggregation import GlobalState, flatten, unflatten
+from reportfed.errors import ModelFileError
+from reportfed.io import atomic_write
+from reportfed.labels import LabelSpace
+
+FORMAT = "reportfed-model/3"
+#: formats :func:`read_model` reads; in /1 the checksum covers the weights only, /1 and /2 store
+#: the whole training config where /3 keeps the architecture (training is provenance)
+READABLE = ("reportfed-model/1", "reportfed-model/2", FORMAT)
+
+
+@dataclass
+class ModelFile:
+    """The contents of a model file. ``embedder`` holds ``spec``, ``base_url``, ``fingerprint``
+    and ``dim``; ``architecture`` the architecture fields of
+    :class:`~reportfed.config.FederationConfig`; ``provenance`` how the model was trained."""
+
+    state: GlobalState
+    thresholds: list[float]
+    granularity: str
+    embedder: dict[str, Any]
+    architecture: dict[str, Any]
+    provenance: dict[str, Any] = field(default_factory=dict)
+
+
+def write_model(path: str | Path, model: ModelFile) -> Path:
+    """Write ``model`` to ``path`` atomically."""
+    from safetensors.numpy import save
+
+    tensors = flatten(model.state.shared, model.state.task)
+    meta: dict[str, Any] = {
+        "format": FORMAT,
+        "labels": list(model.state.labels),
+        "thresholds": [float(t) for t in model.thresholds],
+        "granularity": model.granularity,
+        "embedder": model.embedder,
+        "architecture": model.architecture,
+        "provenance": model.provenance,
+    }
+    meta["checksum"] = checksum(tensors, meta)
+    return atomic_write(path, save(tensors, metadata={"reportfed": json.dumps(meta)}))
+
+
+def read_model(path: str | Path) -> ModelFile:
+    """Read and verify a model file of any :data:`READABLE` format (a :class:`ModelFileError`
+    for a missing, unreadable, edited or inconsistent file)."""
+    from safetensors import safe_open
+
+    path = Path(path)
+    if not path.is_file():
+        raise ModelFileError(f"{path}: no such model file")
+    try:
+        with safe_open(str(path), framework="numpy") as f:
+            meta = json.loads((f.metadata() or {}).get("reportfed", "{}"))
+            tensors = {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118 - safe_open API
+    except Exception as exc:  # truncated / not safetensors / bad header
+        raise ModelFileError(f"{path}: not a readable reportfed model file ({exc})") from None
+    if meta.get("format") not in READABLE:
+        raise ModelFileError(f"{path}: not a {FORMAT} file (format {meta.get('format')!r})")
+    covered = None if meta["format"] == READABLE[0] else meta
+    if checksum(tensors, covered) != meta.get("checksum"):
+        raise ModelFileError(
+            f"{path}: weights or metadata do not match their checksum (corrupted or edited)"
+        )
+    try:
+        model = ModelFile(
+            state=GlobalState(LabelSpace(tuple(meta["labels"])), *unflatten(tensors)),
+            thresholds=[float(t) for t in meta["thresholds"]],
+            granularity=meta.get("granularity", "report"),
+            embedder=dict(meta["embedder"]),
+            architecture=dict(meta["architecture"] if "architecture" in meta else meta["config"]),
+            provenance=dict(meta["provenance"]),
+        )
+        if len(model.thresholds) != len(model.state.labels):
+            raise ValueError(
+                f"{len(model.thresholds)} thresholds for {len(model.state.labels)} labels"
+            )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ModelFileError(f"{path}: inconsistent model metadata ({exc!r})") from None
+    return model
+
+
+def checksum(tensors: dict[str, np.ndarray], meta: dict[str, Any] | None) -> str:
+    """sha256 over the weights and, where given, every metadata field but the checksum."""
+    h = hashlib.sha256()
+    for key in sorted(tensors):
+        h.update(key.encode())
+        h.update(np.ascontiguousarray(tensors[key]).tobytes())
+    if meta is not None:
+        covered = {k: v for k, v in meta.items() if k != "checksum"}
+        h.update(json.dumps(covered, sort_keys=True).encode())
+    return h.hexdigest()
