@@ -4,6 +4,9 @@
 * Flower's simulation engine (a SuperLink in simulation mode, virtual nodes on Ray);
 * Flower's deployment engine (SuperLink + one SuperNode process per hospital, loopback).
 
+Writes ``benchmarks/results/flower_engines.json``: ``deployment_per_round_s_k3`` (the seconds of a
+deployment round at K=3) beside the in-process figure, and every engine's row.
+
 Nodes are IID chunks of the IU reports (13 CheXpert findings, no shared label: the paper's K-node
 protocol), written as the CSV tables hospitals would hold. Every engine must give the same global
 model; the script prints the largest difference next to the timings.
@@ -112,7 +115,13 @@ def main() -> None:
             rows += bench(k, rounds, set(args.skip), Path(tmp))
     frame = pd.DataFrame(rows)[["nodes", "rounds", "engine", "wall_s", "round_s", "ratio", "diff"]]
     print(frame.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
-    atomic_write(args.out, json.dumps(rows, indent=1).encode())
+    per_round = {(r["engine"], r["nodes"]): r["round_s"] for r in rows}
+    result = {
+        "deployment_per_round_s_k3": per_round.get(("deployment", 3)),
+        "in_process_per_round_s_k3": per_round.get(("in-process", 3)),
+        "rows": rows,
+    }
+    atomic_write(args.out, json.dumps(result, indent=1).encode())
 
 
 if __name__ == "__main__":

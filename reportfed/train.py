@@ -6,6 +6,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from reportfed.threads import torch_threads, training_threads
+
 
 def masked_bce(
     logits: torch.Tensor, targets: torch.Tensor, pos_weight: torch.Tensor | None = None
@@ -53,28 +55,30 @@ def train_local(
     ``y``, NaN where unused) adds ``distill`` x the masked BCE against these soft targets.
     ``weight_decay`` is Adam's L2 term; ``pos_weight`` weighs the positives of each label.
     ``prox`` adds FedProx's proximal term ``prox/2 * ||w - w_start||^2`` (to the gradient; the
-    returned loss is the data loss).
+    returned loss is the data loss). Runs with :func:`~reportfed.threads.training_threads`
+    torch threads.
     """
     if len(x) == 0:
         raise ValueError("a node has no training examples")
-    gen = torch.Generator().manual_seed(seed)
-    torch.manual_seed(seed)  # dropout draws from the global generator
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
-    anchor = [p.detach().clone() for p in model.parameters()] if prox > 0 else []
-    model.train()
-    losses = []
-    for _ in range(epochs):
-        order = torch.randperm(len(x), generator=gen)
-        for start in range(0, len(x), batch_size):
-            idx = order[start : start + batch_size]
-            logits = model(x[idx])
-            loss = masked_bce(logits, y[idx], pos_weight)
-            if soft is not None and distill > 0:
-                loss = loss + distill * masked_bce(logits, soft[idx])
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            for param, start_value in zip(model.parameters(), anchor, strict=False):
-                param.grad.add_(param.detach() - start_value, alpha=prox)  # type: ignore[union-attr]
-            optimizer.step()
-            losses.append(loss.item())
-    return float(np.mean(losses))
+    with torch_threads(training_threads()):
+        gen = torch.Generator().manual_seed(seed)
+        torch.manual_seed(seed)  # dropout draws from the global generator
+        optimizer = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
+        anchor = [p.detach().clone() for p in model.parameters()] if prox > 0 else []
+        model.train()
+        losses = []
+        for _ in range(epochs):
+            order = torch.randperm(len(x), generator=gen)
+            for start in range(0, len(x), batch_size):
+                idx = order[start : start + batch_size]
+                logits = model(x[idx])
+                loss = masked_bce(logits, y[idx], pos_weight)
+                if soft is not None and distill > 0:
+                    loss = loss + distill * masked_bce(logits, soft[idx])
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                for param, start_value in zip(model.parameters(), anchor, strict=False):
+                    param.grad.add_(param.detach() - start_value, alpha=prox)  # type: ignore[union-attr]
+                optimizer.step()
+                losses.append(loss.item())
+        return float(np.mean(losses))

@@ -34,6 +34,7 @@ class DirectGrid(Grid):
         self.dead: set[int] = set()
         self.tamper: dict[int, Tamper] = {}
         self.sent: list[Message] = []
+        self.replies: dict[str, Message] = {}
 
     def add_node(self, node_id: int, node_config: dict[str, Any]) -> None:
         self.nodes[node_id] = Context(
@@ -58,18 +59,12 @@ class DirectGrid(Grid):
     def get_node_ids(self) -> Iterable[int]:
         return list(self.nodes)
 
-    def push_messages(self, messages: Iterable[Message]) -> Iterable[str]:  # pragma: no cover
-        raise NotImplementedError
-
-    def pull_messages(self, message_ids: Iterable[str]) -> Iterable[Message]:  # pragma: no cover
-        raise NotImplementedError
-
-    def send_and_receive(
-        self, messages: Iterable[Message], *, timeout: float | None = None
-    ) -> Iterable[Message]:
-        replies = []
+    def push_messages(self, messages: Iterable[Message]) -> Iterable[str]:
+        """Deliver each message now; its reply waits for :meth:`pull_messages`."""
+        ids = []
         for msg in messages:
             msg.metadata.__dict__["_message_id"] = str(uuid4())
+            ids.append(msg.metadata.message_id)
             self.sent.append(msg)
             node = msg.metadata.dst_node_id
             if node in self.dead or node not in self.nodes:
@@ -78,5 +73,13 @@ class DirectGrid(Grid):
                 reply = self.app(msg, self.nodes[node])
             except Exception as exc:
                 reply = Message(Error(code=0, reason=f"{type(exc).__name__}: {exc}"), reply_to=msg)
-            replies.append(self.tamper.get(node, lambda m: m)(reply))
-        return replies
+            self.replies[msg.metadata.message_id] = self.tamper.get(node, lambda m: m)(reply)
+        return ids
+
+    def pull_messages(self, message_ids: Iterable[str]) -> Iterable[Message]:
+        return [self.replies.pop(i) for i in list(message_ids) if i in self.replies]
+
+    def send_and_receive(
+        self, messages: Iterable[Message], *, timeout: float | None = None
+    ) -> Iterable[Message]:
+        return self.pull_messages(self.push_messages(messages))

@@ -59,12 +59,14 @@ def run_strategy(
     min_nodes: int = 2,
     between: Any = None,
     config: FederationConfig = CONFIG,
+    evaluate_every: int = 0,
 ) -> tuple[SurgicalAggregation, list[GlobalState]]:
-    """Run the strategy; ``between(round, strategy, grid)`` runs after each round."""
+    """Run the strategy; ``between(round, strategy, grid)`` runs after each round. The grid
+    answers at once, so the round timeout only bounds the wait for a dead node."""
     strategy = SurgicalAggregation(
         init_fn(config),
         min_nodes=min_nodes,
-        evaluate_every=0,
+        evaluate_every=evaluate_every,
         join_timeout=5,
         options=config,
     )
@@ -77,7 +79,7 @@ def run_strategy(
 
     initial = strategy.register(grid, rounds)
     run_on_grid(
-        strategy, grid, initial, range(1, rounds + 1), timeout=5,
+        strategy, grid, initial, range(1, rounds + 1), timeout=1,
         config=config_record(config), after_round=after,
     )  # fmt: skip
     return strategy, states
@@ -87,11 +89,19 @@ def test_flower_strategy_equals_in_process_engine_and_sends_only_own_rows(
     tables: dict[str, Path], embeddings_cache: Path
 ) -> None:
     grid = grid_with(tables, embeddings_cache)
-    strategy, states = run_strategy(grid, 3)
+    strategy, states = run_strategy(grid, 3, evaluate_every=1)
     assert list(states[-1].labels) == UNION  # "Effusion" merged into "Pleural Effusion"
     assert_same(states[-1], engine_state(tables, embeddings_cache, "abc", 3))
     train = [m for m in grid.sent if m.metadata.message_type == "train"]
     assert len(train) == 9
+    # one exchange per round: each model is evaluated with the next round's train message,
+    # the final one by the only evaluate messages
+    assert [bool(m.content["meta"]["evaluate"]) for m in train] == [False] * 3 + [True] * 6
+    evaluate = [m for m in grid.sent if m.metadata.message_type == "evaluate"]
+    assert [m.content["meta"]["round"] for m in evaluate] == [3, 3, 3]
+    evaluations = [e["evaluation"]["macro-auroc"] for e in strategy.history.entries]
+    assert len(evaluations) == 3 and all(0 <= v <= 1 for v in evaluations)
+    assert len(set(evaluations)) == 3  # three models, three evaluations
     for msg in train:
         name = strategy.registry.members[msg.metadata.dst_node_id].name
         labels = list(msg.content["meta"]["labels"])

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from flwr.app import Array, ArrayRecord, ConfigRecord, Context, Message, MetricRecord
@@ -22,7 +23,7 @@ from flwr.serverapp import Grid, ServerApp
 from safetensors.numpy import save
 
 from reportfed import schema
-from reportfed.aggregation import Arrays, flatten, node_arrays
+from reportfed.aggregation import Arrays, GlobalState, flatten, node_arrays
 from reportfed.data.partition import split_rows
 from reportfed.errors import ReportfedError
 from reportfed.federation.flower.rounds import run_on_grid
@@ -31,7 +32,7 @@ from reportfed.federation.flower.wire import (
     ARRAYS,
     META,
     METRICS,
-    evaluation_reply,
+    evaluation_records,
     reply,
     to_record,
     unpack,
@@ -113,6 +114,7 @@ def train(msg: Message, context: Context) -> Message:
     """Load the global shared block and this node's rows, train, keep FedBN layers local."""
     node = _node(context)
     state, meta = unpack(msg)
+    evaluation = _evaluation(node, context, state) if meta.get("evaluate") else {}
     labels = node.train.label_space
     model = _model(node, context, len(labels))
     known = [c for c in labels if c in state.labels]
@@ -148,6 +150,7 @@ def train(msg: Message, context: Context) -> Message:
             ARRAYS: to_record(shared, task),
             META: ConfigRecord({"labels": list(labels)}),
             METRICS: MetricRecord(metrics),
+            **evaluation,
         },
     )
 
@@ -155,14 +158,18 @@ def train(msg: Message, context: Context) -> Message:
 @client_app.evaluate()
 def evaluate(msg: Message, context: Context) -> Message:
     """Per-label AUROC and thresholds of the global rows on this node's held-out images."""
-    node = _node(context)
     state, _ = unpack(msg)
+    return reply(msg, _evaluation(_node(context), context, state))
+
+
+def _evaluation(node: ImageNodeData, context: Context, state: GlobalState) -> dict[str, Any]:
+    """The evaluation records of the global rows ``state`` on the node's held-out images."""
     model = _model(node, context, len(state.labels))
     load_arrays(model, state.shared, state.task)
     labels = [c for c in state.labels if c in node.val.label_space]
     y = node.val.labels[:, node.val.label_space.indices(labels)]
     p = predict_images(model, node.val, node.config) if len(node.val) else np.zeros((0, 0))
-    return evaluation_reply(msg, labels, y, p[:, state.labels.indices(labels)] if len(p) else y)
+    return evaluation_records(labels, y, p[:, state.labels.indices(labels)] if len(p) else y)
 
 
 server_app = ServerApp()

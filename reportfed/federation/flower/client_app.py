@@ -16,8 +16,10 @@ Node config (``flower-supernode --node-config`` or ``reportfed federation node``
 * ``lr`` — a node-specific learning rate.
 
 Messages: ``query`` (name, labels, fingerprint, dimension, rows), ``train`` (the shared block and
-the rows of the node's labels in, the trained arrays out), ``evaluate`` (per-label AUROC and
-F1 threshold on the held-out rows). Only weights and metrics leave the node.
+the rows of the node's labels in, the trained arrays out; with ``evaluate`` set, the node first
+evaluates the rows it received on its held-out rows and sends that evaluation with its update, so
+a round is one exchange), ``evaluate`` (the same evaluation alone, for the final model). Only
+weights and metrics leave the node.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ from reportfed.federation.flower.wire import (
     ARRAYS,
     META,
     METRICS,
-    evaluation_reply,
+    evaluation_records,
     federation_config,
     reply,
     to_record,
@@ -129,6 +131,7 @@ def train(msg: Message, context: Context) -> Message:
     site = _node_data(context)
     state, meta = unpack(msg)
     config = federation_config(meta)
+    evaluation = _evaluation(site, state, config) if meta.get("evaluate") else {}
     if "lr" in context.node_config:
         config = replace(config, lr=float(context.node_config["lr"]))
     dim = int(site.node.x.shape[-1])
@@ -146,6 +149,7 @@ def train(msg: Message, context: Context) -> Message:
             ARRAYS: to_record(update.shared, update.task),
             META: ConfigRecord({"labels": list(site.node.labels)}),
             METRICS: MetricRecord({"num-examples": update.num_examples, "train-loss": loss}),
+            **evaluation,
         },
     )
 
@@ -153,11 +157,14 @@ def train(msg: Message, context: Context) -> Message:
 @app.evaluate()
 def evaluate(msg: Message, context: Context) -> Message:
     """Per-label AUROC and F1 threshold of the received rows on the held-out rows."""
-    site = _node_data(context)
     state, meta = unpack(msg)
-    config = federation_config(meta)
+    return reply(msg, _evaluation(_node_data(context), state, federation_config(meta)))
+
+
+def _evaluation(site: NodeData, state: GlobalState, config: FederationConfig) -> dict[str, Any]:
+    """The evaluation records of the global rows ``state`` on the node's held-out rows."""
     labels = [name for name in state.labels if name in site.node.labels]
     model = global_model(state, int(site.node.x.shape[-1]), config)
     y = site.val_y[:, site.node.labels.indices(labels)]
     p = predict_proba(model, torch.from_numpy(site.val_x))[:, state.labels.indices(labels)]
-    return evaluation_reply(msg, labels, y, p)
+    return evaluation_records(labels, y, p)

@@ -80,7 +80,11 @@ def cmd_server(args: argparse.Namespace) -> None:
 
 def cmd_node(args: argparse.Namespace) -> None:
     from reportfed.data.table import read_reports
-    from reportfed.federation.flower.launch import check_port_free, supernode_command
+    from reportfed.federation.flower.launch import (
+        SUPERNODE_ENV,
+        check_port_free,
+        supernode_command,
+    )
 
     check_port_free(
         "127.0.0.1", args.port, "each node on one machine needs its own --port (default 9094)"
@@ -98,6 +102,7 @@ def cmd_node(args: argparse.Namespace) -> None:
     for key in ("embedder", "base_url", "lr"):
         if getattr(args, key) is not None:
             config[schema.dashed(key)] = getattr(args, key)
+    os.environ.update(SUPERNODE_ENV)
     _exec(
         supernode_command(
             superlink=args.superlink,

@@ -14,6 +14,7 @@ from flwr.serverapp import Grid
 from flwr.supercore import log
 
 from reportfed.errors import LabelError
+from reportfed.federation.flower.rounds import exchange
 from reportfed.federation.flower.wire import META, METRICS
 from reportfed.labels import LabelSpace
 
@@ -75,7 +76,7 @@ class Registry:
             for n in new
         ]
         answers = []
-        for reply in grid.send_and_receive(queries, timeout=self.join_timeout):
+        for reply in exchange(grid, queries, timeout=self.join_timeout):
             node_id = reply.metadata.src_node_id
             if reply.has_error():
                 log(WARNING, "node %d did not answer the query: %s", node_id, reply.error.reason)

@@ -17,9 +17,12 @@ whole life (a resumed run goes on from its checkpoint's round). Flow of a run:
    last rows; a label a node brings in a later round joins the global model. Fewer than
    ``min_nodes`` accepted updates leave the global model unchanged for that round. Each round is
    recorded in a :class:`~reportfed.federation.flower.history.RunHistory`.
-4. Evaluation (:meth:`configure_evaluate`, every ``evaluate_every`` rounds and at the last) runs on
-   each node's held-out rows; :meth:`aggregate_evaluate` averages per label over the nodes having it
-   (weighted by their annotated rows) and keeps per-label thresholds for the model file.
+4. Evaluation of the global model after round ``r`` (every ``evaluate_every`` rounds) runs on each
+   node's held-out rows when round ``r + 1``'s train message reaches it, before it trains, and
+   comes back with its update: a round is one exchange. The final model is evaluated by an
+   ``evaluate`` message after the last round. Evaluations are averaged per label over the nodes
+   having it (weighted by their annotated rows), and the per-label thresholds kept for the model
+   file.
 """
 
 from __future__ import annotations
@@ -38,7 +41,15 @@ from flwr.supercore import log
 from reportfed.aggregation import Arrays, GlobalState, NodeUpdate, node_arrays
 from reportfed.federation.flower.history import RunHistory
 from reportfed.federation.flower.registry import Registry
-from reportfed.federation.flower.wire import ARRAYS, META, METRICS, from_record, to_record
+from reportfed.federation.flower.wire import (
+    ARRAYS,
+    EVALUATED,
+    EVALUATION,
+    META,
+    METRICS,
+    from_record,
+    to_record,
+)
 from reportfed.labels import LabelSpace
 from reportfed.server import ServerOptions, SurgicalServer
 
@@ -132,8 +143,22 @@ class SurgicalAggregation(Strategy):
         shared, task = from_record(arrays)
         return GlobalState(labels=self.labels, shared=shared, task=task)
 
+    def _evaluates(self, server_round: int) -> bool:
+        """Whether the global model after ``server_round`` is evaluated: every
+        ``evaluate_every`` rounds and after the last."""
+        return server_round >= self.last_round or (
+            self.evaluate_every > 0 and server_round % self.evaluate_every == 0
+        )
+
     def _messages(
-        self, kind: str, server_round: int, state: GlobalState, config: ConfigRecord, grid: Grid
+        self,
+        kind: str,
+        server_round: int,
+        state: GlobalState,
+        config: ConfigRecord,
+        grid: Grid,
+        *,
+        evaluate: bool = False,
     ) -> list[Message]:
         connected = set(grid.get_node_ids())
         # knowledge transfer: a training node needs every row, not only its own labels'
@@ -150,6 +175,7 @@ class SurgicalAggregation(Strategy):
             meta["labels"] = known
             meta["round"] = server_round
             meta["node-index"] = member.index
+            meta["evaluate"] = evaluate
             content = RecordDict({ARRAYS: to_record(shared, task), META: meta})
             messages.append(Message(content, dst_node_id=member.node_id, message_type=kind))
         return messages
@@ -158,12 +184,17 @@ class SurgicalAggregation(Strategy):
     def configure_train(
         self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid
     ) -> Iterable[Message]:
-        """Register newly connected nodes, then send each node the shared block and its rows."""
+        """Register newly connected nodes, then send each node the shared block and its rows
+        (asking it to evaluate them first when the previous round's model is due evaluation)."""
         self.registry.register_new(grid)
         assert self.server is not None, "register() first"
         # the arrays Flower hands back are the global model (a DP wrapper may have noised them)
         self.server.state = self.global_state(arrays)
-        messages = self._messages("train", server_round, self.server.state, config, grid)
+        # the previous round's model rides along to be evaluated first: one exchange per round
+        evaluate = server_round > 1 and self._evaluates(server_round - 1)
+        messages = self._messages(
+            "train", server_round, self.server.state, config, grid, evaluate=evaluate
+        )
         self._awaiting = {m.metadata.dst_node_id for m in messages}
         self._started = time.perf_counter()
         return messages
@@ -174,6 +205,8 @@ class SurgicalAggregation(Strategy):
         """Surgical aggregation of the valid replies; see the module docstring."""
         assert self.server is not None, "register() first"
         replies = list(replies)
+        if any(EVALUATION in r.content for r in replies if not r.has_error()):
+            self._evaluated(server_round - 1, replies)
         updates, failed, losses = [], {}, {}
         for reply in replies:
             member = self.registry.members.get(reply.metadata.src_node_id)
@@ -231,26 +264,30 @@ class SurgicalAggregation(Strategy):
     def configure_evaluate(
         self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid
     ) -> Iterable[Message]:
-        """Send the global rows to every node on evaluation rounds."""
-        due = server_round >= self.last_round or (
-            self.evaluate_every > 0 and server_round % self.evaluate_every == 0
-        )
-        if not due:
+        """After the last round, send the final global rows to every node to evaluate (earlier
+        rounds' models are evaluated with the next round's train message)."""
+        if server_round < self.last_round:
             return []
         return self._messages("evaluate", server_round, self.global_state(arrays), config, grid)
 
     def aggregate_evaluate(
         self, server_round: int, replies: Iterable[Message]
     ) -> MetricRecord | None:
-        """Per-label AUROC and threshold, averaged over the nodes having the label (by rows)."""
+        """The final model's evaluation (see :meth:`_evaluated`)."""
+        return self._evaluated(server_round, replies)
+
+    def _evaluated(self, server_round: int, replies: Iterable[Message]) -> MetricRecord | None:
+        """Per-label AUROC and threshold of the global model after ``server_round``, averaged
+        over the nodes having the label (weighted by their rows), recorded in the history; the
+        thresholds are kept for the model file."""
         sums: dict[str, np.ndarray] = {}  # label -> [n, n*auroc, n*threshold]
         for reply in replies:
             member = self.registry.members.get(reply.metadata.src_node_id)
-            if member is None or reply.has_error():
+            if member is None or reply.has_error() or EVALUATION not in reply.content:
                 continue
             try:
-                labels = [str(x) for x in reply.content.config_records[META]["labels"]]  # type: ignore[union-attr]
-                m = reply.content.metric_records[METRICS]
+                labels = [str(x) for x in reply.content.config_records[EVALUATED]["labels"]]  # type: ignore[union-attr]
+                m = reply.content.metric_records[EVALUATION]
                 columns = [m["n"], m["auroc"], m["threshold"]]
                 stats = np.asarray(columns, dtype=np.float64).reshape(3, len(labels))
             except (KeyError, TypeError, ValueError) as exc:
@@ -271,6 +308,7 @@ class SurgicalAggregation(Strategy):
                 self.thresholds[label] = float(thr / n)
         out["macro-auroc"] = float(np.mean([v for k, v in out.items() if k.startswith("auroc/")]))
         self.history.evaluated(server_round, out)
+        log(INFO, "\t└──> evaluation of round %d: %s", server_round, out)
         return MetricRecord(out)
 
     def summary(self) -> None:

@@ -20,6 +20,10 @@ from reportfed.metrics import auroc, f1_thresholds
 ARRAYS = "arrays"  #: RecordDict key of the ArrayRecord
 META = "meta"  #: RecordDict key of the ConfigRecord (labels, node name, fingerprint, settings)
 METRICS = "metrics"  #: RecordDict key of the MetricRecord
+#: RecordDict keys of a node's evaluation of the global model it received: the labels evaluated
+#: (ConfigRecord) and their per-label rows, AUROC and F1 threshold (MetricRecord). An evaluate
+#: reply carries them, and so does a train reply when the server asked for them with it.
+EVALUATED, EVALUATION = "evaluated", "evaluation"
 
 
 def to_record(shared: Arrays, task: Arrays) -> ArrayRecord:
@@ -56,7 +60,7 @@ def unpack(msg: Message) -> tuple[GlobalState, ConfigRecord]:
     return GlobalState(labels, shared, task), meta
 
 
-def evaluation_reply(msg: Message, labels: list[str], y: np.ndarray, p: np.ndarray) -> Message:
+def evaluation_records(labels: list[str], y: np.ndarray, p: np.ndarray) -> dict[str, Any]:
     """A node's evaluation: per-label annotated rows, AUROC and F1 threshold of ``p`` on its
     held-out labels ``y`` (columns in ``labels`` order)."""
     n = (~np.isnan(y)).sum(axis=0) if len(y) else np.zeros(len(labels), dtype=int)
@@ -70,4 +74,4 @@ def evaluation_reply(msg: Message, labels: list[str], y: np.ndarray, p: np.ndarr
             "threshold": [float(v) for v in thresholds],
         }
     )
-    return reply(msg, {META: ConfigRecord({"labels": labels}), METRICS: metrics})
+    return {EVALUATED: ConfigRecord({"labels": labels}), EVALUATION: metrics}
