@@ -29,7 +29,7 @@ from reportfed.metrics import f1_thresholds
 from reportfed.model import global_model, predict_state
 from reportfed.model_file import ModelFile, read_model, write_model
 from reportfed.paths import embeddings_cache_dir
-from reportfed.schema import architecture_fields
+from reportfed.schema import architecture, architecture_fields
 from reportfed.sentences import Granularity, check_granularity
 from reportfed.states import chexpert_states
 
@@ -347,10 +347,7 @@ class ReportLabeler:
                     "fingerprint": self.embedder_fingerprint_,
                     "dim": self.input_dim_,
                 },
-                architecture={
-                    name: getattr(self.config, name)
-                    for name in architecture_fields(FederationConfig)
-                },
+                architecture=architecture(self.config),
                 provenance=self.provenance_,
             ),
         )

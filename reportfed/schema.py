@@ -70,6 +70,11 @@ def architecture_fields(cls: type) -> list[str]:
     return [f.name for f in dataclasses.fields(cls) if f.metadata.get("architecture")]
 
 
+def architecture(settings: Any) -> dict[str, Any]:
+    """The architecture fields of a settings dataclass instance and their values."""
+    return {name: getattr(settings, name) for name in architecture_fields(type(settings))}
+
+
 def add_flags(parser: argparse.ArgumentParser, cls: type, *, skip: Iterable[str] = ()) -> None:
     """A flag per field of ``cls`` (but ``skip``), with its type, default and help."""
     skipped = set(skip)

@@ -34,7 +34,6 @@ from reportfed.federation.flower.strategy import SurgicalAggregation
 from reportfed.federation.flower.wire import config_record, federation_config
 from reportfed.labels import LabelSpace
 from reportfed.model_file import ModelFile, read_model, write_model
-from reportfed.schema import architecture_fields
 
 MODEL_FILE = "global.safetensors"
 HISTORY_FILE = "history.json"
@@ -59,9 +58,7 @@ def _save(
             "fingerprint": str(registry.fingerprint),
             "dim": int(registry.dim or 0),
         },
-        architecture={
-            name: getattr(config, name) for name in architecture_fields(FederationConfig)
-        },
+        architecture=schema.architecture(config),
         provenance={
             "reportfed": __version__,
             "config": asdict(config),

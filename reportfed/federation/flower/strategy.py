@@ -205,8 +205,7 @@ class SurgicalAggregation(Strategy):
         """Surgical aggregation of the valid replies; see the module docstring."""
         assert self.server is not None, "register() first"
         replies = list(replies)
-        if any(EVALUATION in r.content for r in replies if not r.has_error()):
-            self._evaluated(server_round - 1, replies)
+        self._evaluated(server_round - 1, replies)  # the evaluations that rode along, if any
         updates, failed, losses = [], {}, {}
         for reply in replies:
             member = self.registry.members.get(reply.metadata.src_node_id)
