@@ -1,7 +1,9 @@
 """Shared machinery of the experiments: resumable runs, statistics, tables and plots.
 
 An experiment is a list of :class:`Setting` s (a scenario builder each: seed -> one repeat) and
-the methods run on each. Runs go through the lockstep engine, a batch of seeds at a time; every
+the methods run on each. Runs go through the lockstep engine, a batch of seeds at a time,
+replaying the per-node loop's dropout draws (:data:`COMPUTE`: the stored results were trained so,
+and a resumed sweep adds runs of the same kind, each reproducible seed for seed); every
 finished batch is appended to ``results/<experiment>.csv`` and ``<experiment>-labels.csv``
 (rewritten atomically), so a crashed sweep restarts where it stopped. Summaries give mean ± SD, a
 95% bootstrap CI and a paired t-test of every method against surgical aggregation on the same
@@ -26,6 +28,7 @@ from reportfed.data.iu import load_iu
 from reportfed.embed import make_embedder
 from reportfed.embed.granularity import embed_reports
 from reportfed.federation.baselines import METHODS, Method, Scenario, run_method
+from reportfed.federation.lockstep import Compute
 from reportfed.io import atomic_write
 from reportfed.labels import CHEXPERT_13, LabelSpace
 from reportfed.paths import embeddings_cache_dir
@@ -34,6 +37,7 @@ from reportfed.sentences import Granularity
 RESULTS = Path(__file__).resolve().parent / "results"
 METRICS = ("paper_accuracy", "leakfree_accuracy", "auroc", "leakfree_f1", "prevalence_accuracy")
 REFERENCE = "surgical"
+COMPUTE = Compute(replay=True)
 
 
 @dataclass(frozen=True)
@@ -103,7 +107,7 @@ def run(
             for start in range(0, len(seeds), batch):
                 chunk = seeds[start : start + batch]
                 scenarios = [setting.scenario(seed) for seed in chunk]
-                outcomes = run_method(scenarios, methods[method], config)
+                outcomes = run_method(scenarios, methods[method], config, COMPUTE)
                 for o in outcomes:
                     key = {
                         "setting": setting.name,

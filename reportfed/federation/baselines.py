@@ -22,7 +22,7 @@ import numpy as np
 from reportfed.aggregation import GlobalState
 from reportfed.config import FederationConfig
 from reportfed.federation.engine import Node
-from reportfed.federation.lockstep import Mode, run_federations
+from reportfed.federation.lockstep import Compute, Mode, run_federations
 from reportfed.labels import LabelSpace
 from reportfed.metrics import f1_thresholds, label_metrics
 from reportfed.model import predict_state
@@ -259,9 +259,13 @@ def _evaluate(
 
 
 def run_method(
-    scenarios: Sequence[Scenario], method: Method, config: FederationConfig | None = None
+    scenarios: Sequence[Scenario],
+    method: Method,
+    config: FederationConfig | None = None,
+    compute: Compute | None = None,
 ) -> list[Outcome]:
-    """Train ``method`` on every scenario (seeded by the scenario's seed) and evaluate it
+    """Train ``method`` on every scenario (seeded by the scenario's seed) with the lockstep
+    engine computing as ``compute`` says (its defaults when not given), and evaluate it
     (``config``: the paper's hyperparameters by default)."""
     scenarios = [s.at(method.granularity) for s in scenarios]
     config = replace(config or FederationConfig(), **method.options)
@@ -270,7 +274,7 @@ def run_method(
         base = replace(config, rounds=1, local_epochs=config.rounds * config.local_epochs)
     configs = [replace(base, seed=s.seed) for s in scenarios]
     federations = [method_nodes(s, method) for s in scenarios]
-    results = run_federations(federations, configs, mode=method.mode)
+    results = run_federations(federations, configs, mode=method.mode, compute=compute or Compute())
     outcomes = []
     for scenario, result in zip(scenarios, results, strict=True):
         val_x = {s.name: scenario.site_x(s)[s.val] for s in scenario.sites}

@@ -3,9 +3,14 @@
 :func:`run_federations` trains every node of several federations (the repeats of a sweep setting)
 at once. One Python step draws a mini-batch for every node, runs all the node MLPs as batched
 matrix products over stacked weights, and takes one Adam step per node. It replays the per-node
-loop of :func:`reportfed.federation.engine.run_federation` step for step: the same batch orders
-and dropout masks (same seeds, same draws), Adam's update rule, and the server step of
-:func:`reportfed.aggregation.aggregate`. Both give the same models up to float rounding (tested).
+loop of :func:`reportfed.federation.engine.run_federation` step for step: the same batch orders,
+Adam's update rule and the server step of :func:`reportfed.aggregation.aggregate`.
+
+How it computes is a :class:`Compute`: the device, bfloat16 matrix products, and whether dropout
+masks replay the loop's draws. With ``replay`` a run gives the loop's models up to float rounding
+(tested); replaying costs a slow draw per node and step, so by default each federation draws its
+masks from its own seeded stream instead, which trains the same way statistically (tested), and a
+federation's models do not depend on the federations batched beside it.
 
 What the server does is the ``mode`` (the baselines of :mod:`reportfed.federation.baselines`):
 
@@ -18,10 +23,9 @@ What the server does is the ``mode`` (the baselines of :mod:`reportfed.federatio
 Sentence bags (nodes whose ``x`` is ``(n, S, dim)``, see :mod:`reportfed.embed.granularity`)
 train the same way, batched over the sentence axis: every sentence row goes through the stacked
 MLPs and each label takes the largest logit over a report's sentences, as
-:func:`reportfed.model.pool_sentences` does. Their dropout masks are drawn per step from a
-seeded generator instead of replaying the loop's draws (those are one mask per real sentence in
-the loop's batch order), so sentence runs equal the loop's exactly only without dropout (tested),
-and statistically with it.
+:func:`reportfed.model.pool_sentences` does. Their dropout masks are always drawn (the loop's
+are one mask per real sentence in its batch order), so sentence runs equal the loop's exactly
+only without dropout (tested), and statistically with it.
 
 ``FederationConfig.distill`` works as in the loop: each node's head then holds every label of its
 federation, soft targets come from the node's weights at the start of the round, and only the
@@ -33,8 +37,11 @@ do ``server_momentum`` (one velocity per federation) and ``prox``.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields
+from functools import partial
 from itertools import pairwise
+from threading import Lock
 from typing import Literal
 
 import numpy as np
@@ -48,6 +55,7 @@ from reportfed.labels import LabelSpace
 from reportfed.model import SKIP, sentence_mask
 from reportfed.rounds import round_seed
 from reportfed.server import ServerOptions, SurgicalServer
+from reportfed.threads import torch_threads
 from reportfed.train import positive_weights
 
 Mode = Literal["surgical", "local-heads", "split", "none"]
@@ -56,6 +64,41 @@ _BETAS, _EPS = (0.9, 0.999), 1e-8  # torch.optim.Adam's defaults, which train_lo
 #: config fields that may differ between the federations of one lockstep run: each federation
 #: has its own server, seed and learning rates. Every other field (a new one included) must agree.
 _PER_FEDERATION = frozenset({"lr", "node_lr", "seed", *(f.name for f in fields(ServerOptions))})
+
+
+@dataclass(frozen=True)
+class Compute:
+    """How lockstep computes. ``device``: a torch device (``"cpu"``, ``"cuda"``, ``"cuda:1"``).
+    ``bf16``: matrix products in bfloat16 (autocast; weights, Adam and the loss stay float32), so
+    results equal float32 runs statistically, not bit for bit. ``replay``: report rows take the
+    per-node loop's exact dropout draws (slower; the mode the loop-equivalence tests use).
+    ``workers``: chunks trained at once, each on its own thread (:meth:`worker_count`); results
+    do not depend on it."""
+
+    device: str = "cpu"
+    bf16: bool = False
+    replay: bool = False
+    workers: int | None = None
+
+    def worker_count(self, device: torch.device) -> int:
+        """How many chunks train at once: ``workers``, else one per torch thread on a CPU
+        (a chunk trains on one thread: cheap steps, nothing to wait for between cores) and one
+        on a GPU."""
+        if self.workers is not None and self.workers < 1:
+            raise ValueError(f"workers must be >= 1, got {self.workers}")
+        return self.workers or (torch.get_num_threads() if device.type == "cpu" else 1)
+
+    def torch_device(self) -> torch.device:
+        """The device, checked to exist here."""
+        try:
+            device = torch.device(self.device)
+        except RuntimeError as err:
+            raise ValueError(f"unknown device {self.device!r}: {err}") from None
+        if device.type not in ("cpu", "cuda"):
+            raise ValueError(f"lockstep runs on a 'cpu' or 'cuda' device, not {self.device!r}")
+        if device.type == "cuda" and not torch.cuda.is_available():
+            raise ValueError(f"device {self.device!r}: CUDA is not available on this machine")
+        return device
 
 
 @dataclass
@@ -98,18 +141,19 @@ class _Stack:
             self.skip[m, :, : len(s)] = torch.from_numpy(s.T)
 
     def view(self, m: int, labels: LabelSpace) -> GlobalState:
-        """Model ``m``'s weights as the core's arrays (copies)."""
+        """Model ``m``'s weights as the core's arrays: views of the stack (on the CPU), which
+        the next step overwrites."""
         shared: dict[str, np.ndarray] = {}
         for (wk, bk), w, b in zip(self.keys[:-1], self.weights, self.biases, strict=False):
-            shared[wk], shared[bk] = w[m].T.numpy().copy(), b[m].numpy().copy()
+            shared[wk], shared[bk] = w[m].T.cpu().numpy(), b[m].cpu().numpy()
         wk, bk = self.keys[-1]
         n = len(labels)
         task = {
-            wk: self.weights[-1][m, :, :n].T.numpy().copy(),
-            bk: self.biases[-1][m, :n].numpy().copy(),
+            wk: self.weights[-1][m, :, :n].T.cpu().numpy(),
+            bk: self.biases[-1][m, :n].cpu().numpy(),
         }
         if self.skip is not None:
-            task[SKIP] = self.skip[m, :, :n].T.numpy().copy()
+            task[SKIP] = self.skip[m, :, :n].T.cpu().numpy()
         return GlobalState(labels=labels, shared=shared, task=task)
 
     def logits(self, m: int | slice, h: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
@@ -130,23 +174,57 @@ def _pad_bags(x: np.ndarray, width: int) -> np.ndarray:
     return np.pad(x, ((0, 0), (0, width - x.shape[1]), (0, 0)))
 
 
-def _flatten_bags(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Sentence bags ``(..., B, S, dim)`` as sentence rows ``(..., B * S', dim)`` and their mask
-    ``(..., B, S')``, ``S'`` the longest bag among them."""
+@dataclass
+class _Packing:
+    """Where packed sentence rows came from (:func:`_pack_bags`): each row's bag (``bags`` for a
+    padding row) and whether each bag has a sentence."""
+
+    bag: torch.Tensor  # (M, R) long
+    present: torch.Tensor  # (M, B) bool
+    lead: tuple[int, ...]  # the leading shape of the bags, () or (M,)
+
+
+def _pack_bags(x: torch.Tensor) -> tuple[torch.Tensor, _Packing]:
+    """The real sentences of bags ``(..., B, S, dim)`` as rows ``(..., R, dim)``, ``R`` the most
+    any model has, so that every model scores its own sentences and not its batch's padding."""
+    lead, (bags, width, dim) = x.shape[:-3], x.shape[-3:]
+    x = x.reshape(-1, bags, width, dim)
     mask = sentence_mask(x)
-    width = int(mask.any(dim=tuple(range(mask.dim() - 1))).nonzero().max()) + 1 if mask.any() else 1
-    x, mask = x[..., :width, :], mask[..., :width]
-    return x.reshape(*x.shape[:-3], -1, x.shape[-1]), mask
+    real = mask.flatten(1)
+    count = int(real.sum(1).max())
+    order = torch.argsort(~real, dim=1, stable=True)[:, : max(count, 1)]  # real sentences first
+    rows = x.flatten(1, 2).gather(1, order.unsqueeze(-1).expand(-1, -1, dim))  # padding: zeros
+    bag = torch.where(real.gather(1, order), order // width, bags)
+    packing = _Packing(bag, mask.any(-1), tuple(lead))
+    return rows.reshape(*lead, -1, dim), packing
 
 
-def _pool(logits: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+def _pool(logits: torch.Tensor, packing: _Packing | None) -> torch.Tensor:
     """Per bag and label, the largest logit over its sentences (0 for a bag without any, the
     padding row); report logits as they are."""
-    if mask is None:
+    if packing is None:
         return logits
-    bags = logits.reshape(*mask.shape, logits.shape[-1])
-    pooled = bags.masked_fill(~mask.unsqueeze(-1), float("-inf")).amax(dim=-2)
-    return torch.where(mask.any(-1, keepdim=True), pooled, torch.zeros_like(pooled))
+    logits = logits.reshape(len(packing.bag), -1, logits.shape[-1])
+    shape = (len(packing.bag), packing.present.shape[1] + 1, logits.shape[-1])
+    index = packing.bag.unsqueeze(-1).expand_as(logits)
+    pooled = logits.new_full(shape, float("-inf")).scatter_reduce(1, index, logits, "amax")
+    pooled = torch.where(packing.present.unsqueeze(-1), pooled[:, :-1], 0.0)
+    return pooled.reshape(*packing.lead, *pooled.shape[1:])
+
+
+def _drawn_dropout(
+    h: torch.Tensor, p: float, spans: Sequence[tuple[int, int]], streams: Sequence[torch.Generator]
+) -> torch.Tensor:
+    """A fresh dropout multiplier for hidden activations ``h`` ``(M, rows, width)``: models
+    ``lo:hi`` of each span draw from its stream. One 16-bit lane of a random 64-bit word per
+    entry (0.8 ns an entry against 6.5 ns for ``bernoulli_`` on this project's CPU): an entry is
+    dropped with probability ``round(p * 2**16) / 2**16``, within 2**-17 of ``p``."""
+    lanes = h[0].numel()
+    words = torch.empty(len(h), -(-lanes // 4), dtype=torch.int64, device=h.device)
+    for (lo, hi), stream in zip(spans, streams, strict=True):
+        words[lo:hi].random_(-(2**63), 2**63 - 1, generator=stream)
+    kept = words.view(torch.int16)[:, :lanes].reshape(h.shape) >= round(p * 2**16) - 2**15
+    return kept.to(h.dtype).mul_(1 / (1 - p))
 
 
 def _layer_keys(hidden: Sequence[int]) -> list[tuple[str, str]]:
@@ -171,48 +249,67 @@ def run_federations(
     *,
     mode: Mode = "surgical",
     chunk: int = 8,
+    compute: Compute = Compute(),
 ) -> list[LockstepResult]:
     """Train ``federations`` (each a list of nodes, with its config) in lockstep.
 
-    Configs may differ in seed, learning rates, weighting and ``on_invalid``; rounds, epochs,
-    batch size, architecture and ``distill`` must agree. ``chunk`` bounds how many nodes train per batched step
-    (whole federations are kept together): small enough that the stacked weights and Adam state
-    stay in cache.
+    Configs may differ in seed, learning rates and server options; every other field must agree.
+    ``chunk`` bounds how many nodes train per batched step (whole federations are kept
+    together): small enough that the stacked weights and Adam state stay in cache.
+    ``compute`` says how (:class:`Compute`).
     """
     if len(federations) != len(configs) or not federations:
         raise ValueError("give one config per federation, and at least one federation")
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     _check_configs(configs)
+    device = compute.torch_device()
     dims = {n.x.shape[1:] for nodes in federations for n in nodes}
     ndims = {n.x.ndim for nodes in federations for n in nodes}
     if len({d[-1] for d in dims}) != 1 or len(ndims) != 1 or any(not n for n in federations):
         raise ValueError(
             f"every federation needs nodes of one embedding dimension and granularity, got {dims}"
         )
-    results: list[LockstepResult] = []
-    start = 0
+    spans, start = [], 0
     while start < len(federations):
         stop, size = start, 0
         while stop < len(federations) and (stop == start or size + len(federations[stop]) <= chunk):
             size += len(federations[stop])
             stop += 1
-        results += _Lockstep(federations[start:stop], configs[start:stop], mode).run()
+        spans.append((start, stop))
         start = stop
-    return results
+
+    building = Lock()  # initial_state seeds torch's global generator: one chunk at a time
+
+    def train(span: tuple[int, int]) -> list[LockstepResult]:
+        lo, hi = span
+        with building:
+            lockstep = _Lockstep(federations[lo:hi], configs[lo:hi], mode, compute, device)
+        return lockstep.run()
+
+    workers = compute.worker_count(device)
+    with torch_threads(1), ThreadPoolExecutor(min(workers, len(spans))) as pool:
+        return [result for results in pool.map(train, spans) for result in results]
 
 
 class _Lockstep:
     """One chunk of federations trained together (see :func:`run_federations`)."""
 
     def __init__(
-        self, federations: Sequence[Sequence[Node]], configs: Sequence[FederationConfig], mode: Mode
+        self,
+        federations: Sequence[Sequence[Node]],
+        configs: Sequence[FederationConfig],
+        mode: Mode,
+        compute: Compute,
+        device: torch.device,
     ) -> None:
         self.federations, self.configs, self.mode = federations, configs, mode
-        self.config = configs[0]
+        self.config, self.compute, self.device = configs[0], compute, device
         self.members = [
             (f, i, n) for f, nodes in enumerate(federations) for i, n in enumerate(nodes)
         ]
+        #: each federation's members: a contiguous range of stack indices
+        self.spans = list(pairwise(np.cumsum([0] + [len(nodes) for nodes in federations])))
         dim = federations[0][0].x.shape[-1]
         #: the longest sentence bag of any node (sentence mode), else 0
         self.bag = (
@@ -233,11 +330,12 @@ class _Lockstep:
         sizes = [*self.config.hidden, width]
         ins = [dim, *self.config.hidden]
         m = len(self.members)
+        zeros = partial(torch.zeros, device=device)
         self.stack = _Stack(
-            weights=[torch.zeros(m, i, o) for o, i in zip(sizes, ins, strict=True)],
-            biases=[torch.zeros(m, o) for o in sizes],
+            weights=[zeros(m, i, o) for o, i in zip(sizes, ins, strict=True)],
+            biases=[zeros(m, o) for o in sizes],
             keys=_layer_keys(self.config.hidden),
-            skip=torch.zeros(m, dim, width) if self.config.skip else None,
+            skip=zeros(m, dim, width) if self.config.skip else None,
         )
         for k in range(m):
             self.stack.load(k, self._view(k))
@@ -245,23 +343,24 @@ class _Lockstep:
         # padding row (no annotated label)
         shape = (self.bag, dim) if self.bag else (dim,)
         rows = [_pad_bags(n.x, self.bag) for _, _, n in self.members]
-        self.x = torch.from_numpy(np.concatenate([*rows, np.zeros((1, *shape))]).astype(np.float32))
+        x = np.concatenate([*rows, np.zeros((1, *shape))]).astype(np.float32)
+        self.x = torch.from_numpy(x).to(device)
         y = np.full((len(self.x), width), np.nan, dtype=np.float32)
         self.offsets = np.cumsum([0] + [len(n.x) for _, _, n in self.members])
         for k, (_, _, n) in enumerate(self.members):
             y[self.offsets[k] : self.offsets[k + 1], self.heads[k].indices(n.labels)] = n.y
-        self.y = torch.from_numpy(y)
+        self.y = torch.from_numpy(y).to(device)
         # per node and head column: the weight of a positive (``balance``), 1 elsewhere
         self.pos_weight = None
         if self.config.balance:
-            self.pos_weight = torch.from_numpy(
-                np.stack([positive_weights(y[lo:hi]) for lo, hi in pairwise(self.offsets)])
-            ).unsqueeze(1)
+            weights = [positive_weights(y[lo:hi]) for lo, hi in pairwise(self.offsets)]
+            self.pos_weight = torch.tensor(np.stack(weights), device=device).unsqueeze(1)
         lrs = np.array([configs[f].node_lr.get(n.name, configs[f].lr) for f, _, n in self.members])
         self.lr_groups = [
-            (float(lr), torch.from_numpy(np.flatnonzero(lrs == lr))) for lr in np.unique(lrs)
+            (float(lr), torch.from_numpy(np.flatnonzero(lrs == lr)).to(device))
+            for lr in np.unique(lrs)
         ]
-        self.group = torch.tensor([f for f, _, _ in self.members])
+        self.group = torch.tensor([f for f, _, _ in self.members], device=device)
 
     def _members_of(self, f: int) -> list[tuple[int, Node]]:
         """(stack index, node) of federation ``f``'s nodes."""
@@ -272,12 +371,14 @@ class _Lockstep:
         shared, task = node_arrays(self.servers[self.members[k][0]].state, self.heads[k])
         return GlobalState(self.heads[k], shared, task)
 
-    def _own(self, k: int) -> GlobalState:
-        """Node ``k``'s weights over its own labels (what it sends to the server)."""
+    def _own(self, k: int, *, copy: bool = True) -> GlobalState:
+        """Node ``k``'s weights over its own labels (what it sends to the server); task rows are
+        always copies, shared arrays only with ``copy``."""
         view = self.stack.view(k, self.heads[k])
         rows = self.heads[k].indices(self.members[k][2].labels)
         task = {key: v[rows] for key, v in view.task.items()}
-        return GlobalState(self.members[k][2].labels, view.shared, task)
+        shared = {key: v.copy() for key, v in view.shared.items()} if copy else view.shared
+        return GlobalState(self.members[k][2].labels, shared, task)
 
     def _soft_targets(self) -> torch.Tensor | None:
         """With ``distill``: every node's predictions (eval mode) on its rows for the labels it
@@ -288,26 +389,27 @@ class _Lockstep:
         with torch.no_grad():
             for k, (_, _, node) in enumerate(self.members):
                 lo, hi = int(self.offsets[k]), int(self.offsets[k + 1])
-                x, mask = self._rows(self.x[lo:hi])
+                x, packing = self._rows(self.x[lo:hi])
                 h = x
                 for w, b in zip(self.stack.weights[:-1], self.stack.biases[:-1], strict=True):
                     h = torch.relu(h @ w[k] + b[k])
-                h = _pool(self.stack.logits(k, h, x), mask)
+                h = _pool(self.stack.logits(k, h, x), packing)
                 others = [j for j, name in enumerate(self.heads[k]) if name not in node.labels]
                 soft[lo:hi, others] = torch.sigmoid(h[:, others])
         return soft
 
     # -- one round ---------------------------------------------------------------------------
     def _schedule(self, round_: int) -> tuple[torch.Tensor, list[torch.Tensor], torch.Tensor]:
-        """Row indices ``(S, M, B)``, dropout multipliers per hidden layer ``(S, M, B, h)`` and each
-        node's number of steps, drawn exactly as :func:`~reportfed.train.train_local` draws them
-        (one generator per node and round for the batch order, one for the dropout masks)."""
+        """Row indices ``(S, M, B)``, each node's number of steps, and with ``replay`` (report rows)
+        the dropout multipliers per hidden layer ``(S, M, B, h)``, all drawn exactly as
+        :func:`~reportfed.train.train_local` draws them (one generator per node and round for
+        the batch order, one for the dropout masks)."""
         c = self.config
         batches = [-(-len(n.x) // c.batch_size) * c.local_epochs for _, _, n in self.members]
         shape = (max(batches), len(self.members), c.batch_size)
         rows = torch.full(shape, len(self.x) - 1, dtype=torch.long)
-        # the loop's dropout draws are replayed for report rows; sentence bags draw per step
-        keep = [torch.zeros(*shape, h) for h in c.hidden] if not self.bag else []
+        replay = self.compute.replay and not self.bag and c.dropout > 0
+        keep = [torch.zeros(*shape, h) for h in c.hidden] if replay else []
         for k, (f, i, node) in enumerate(self.members):
             seed = round_seed(self.configs[f].seed, round_, i)
             order_gen, mask_gen = torch.Generator(), torch.Generator()
@@ -318,17 +420,23 @@ class _Lockstep:
                 for start in range(0, len(node.x), c.batch_size):
                     idx = order[start : start + c.batch_size]
                     rows[step, k, : len(idx)] = idx
-                    for layer in keep if c.dropout > 0 else []:
+                    for layer in keep:
                         layer[step, k, : len(idx)].bernoulli_(1 - c.dropout, generator=mask_gen)
                     step += 1
-        for layer in keep:
-            layer.div_(1 - c.dropout)
-        return rows, keep, torch.tensor(batches)
+        to = partial(torch.Tensor.to, device=self.device)
+        return (
+            to(rows),
+            [to(layer.div_(1 - c.dropout)) for layer in keep],
+            to(torch.tensor(batches)),
+        )
 
     def _train_round(self, round_: int) -> list[float]:
         rows, keep, steps_t = self._schedule(round_)
-        # sentence rows' dropout: one stream per round, apart from every node's (index -1)
-        bag_dropout = torch.Generator().manual_seed(round_seed(self.configs[0].seed, round_, -1))
+        # drawn dropout: a stream per federation, apart from every node's loop stream (index -1)
+        streams = [
+            torch.Generator(self.device).manual_seed(round_seed(c.seed, round_, -1))
+            for c in self.configs
+        ]
         soft = self._soft_targets()
         params = self.stack.params()
         for p in params:
@@ -336,19 +444,25 @@ class _Lockstep:
         anchor = [p.detach().clone() for p in params] if self.config.prox > 0 else []
         exp_avg = [torch.zeros_like(p) for p in params]
         exp_avg_sq = [torch.zeros_like(p) for p in params]
-        loss_sum = torch.zeros(len(self.members))
+        loss_sum = torch.zeros(len(self.members), device=self.device)
         tied = {2, 3} if self.mode == "split" else set()  # weight and bias of the second layer
+        autocast = torch.autocast(self.device.type, torch.bfloat16, enabled=self.compute.bf16)
         for s in range(rows.shape[0]):
             active = steps_t > s
             batch = rows[s]
-            (x, mask), y = self._rows(self.x[batch]), self.y[batch]
-            h = x
-            for layer in range(len(self.config.hidden)):
-                w, b = self.stack.weights[layer], self.stack.biases[layer]
-                h = torch.relu(torch.baddbmm(b.unsqueeze(1), h, w))
-                if self.config.dropout > 0:
-                    h = h * (keep[layer][s] if keep else self._bag_dropout(h, bag_dropout))
-            logits = _pool(self.stack.logits(slice(None), h, x), mask)
+            (x, packing), y = self._rows(self.x[batch]), self.y[batch]
+            with autocast:
+                h = x
+                for layer in range(len(self.config.hidden)):
+                    w, b = self.stack.weights[layer], self.stack.biases[layer]
+                    h = torch.relu(torch.baddbmm(b.unsqueeze(1), h, w))
+                    if self.config.dropout > 0:
+                        h = h * (
+                            keep[layer][s]
+                            if keep
+                            else _drawn_dropout(h, self.config.dropout, self.spans, streams)
+                        )
+                logits = _pool(self.stack.logits(slice(None), h, x).float(), packing)
             annotated = ~torch.isnan(y)
             bce = functional.binary_cross_entropy_with_logits(
                 logits, torch.nan_to_num(y), pos_weight=self.pos_weight, reduction="none"
@@ -380,19 +494,14 @@ class _Lockstep:
             p.requires_grad_(False)
         return (loss_sum / steps_t.clamp(min=1)).tolist()
 
-    def _rows(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """What the MLPs score: report rows as they are, or the sentence rows of bags and their
-        mask (:func:`_flatten_bags`)."""
-        return _flatten_bags(x) if self.bag else (x, None)
-
-    def _bag_dropout(self, h: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-        """A fresh dropout multiplier for hidden activations ``h`` of sentence rows."""
-        p = self.config.dropout
-        return torch.empty_like(h).bernoulli_(1 - p, generator=generator).div_(1 - p)
+    def _rows(self, x: torch.Tensor) -> tuple[torch.Tensor, _Packing | None]:
+        """What the MLPs score: report rows as they are, or the sentences of bags, packed
+        (:func:`_pack_bags`)."""
+        return _pack_bags(x) if self.bag else (x, None)
 
     def _tie(self, g: torch.Tensor) -> torch.Tensor:
         """Sum ``g`` over the nodes of each federation and give every node the sum."""
-        sums = torch.zeros((len(self.federations), *g.shape[1:]), dtype=g.dtype)
+        sums = g.new_zeros((len(self.federations), *g.shape[1:]))
         sums.index_add_(0, self.group, g)
         return sums[self.group]
 
@@ -404,22 +513,22 @@ class _Lockstep:
         step: int,
         stepping: list[torch.Tensor],
     ) -> None:
-        """One step of torch.optim.Adam (its fused CPU kernel) for the nodes in ``stepping[j]``
-        (per parameter ``j``), on per-node views of the stacked tensors."""
+        """One step of torch.optim.Adam (its fused kernel) for the nodes in ``stepping[j]`` (per
+        parameter ``j``): on a stacked tensor when all its nodes step, else on per-node views."""
         exp_avg, exp_avg_sq = state
-        count = torch.tensor(float(step))
+        count = torch.tensor(float(step), device=self.device)
         for lr, group in self.lr_groups:
-            ps: list[torch.Tensor] = []
-            gs: list[torch.Tensor] = []
-            ms: list[torch.Tensor] = []
-            vs: list[torch.Tensor] = []
+            # (param, grad, first moment, second moment) of whole stacks or single nodes
+            pieces: list[tuple[torch.Tensor, ...]] = []
             for j, p in enumerate(params):
-                for k in group[stepping[j][group]].tolist():
-                    ps.append(p[k])
-                    gs.append(grads[j][k])
-                    ms.append(exp_avg[j][k])
-                    vs.append(exp_avg_sq[j][k])
-            if ps:
+                nodes = group[stepping[j][group]]
+                tensors = (p, grads[j], exp_avg[j], exp_avg_sq[j])
+                if len(nodes) == len(self.members):  # every node steps: the stacked tensors
+                    pieces.append(tensors)
+                else:
+                    pieces += [tuple(t[k] for t in tensors) for k in nodes.tolist()]
+            if pieces:
+                ps, gs, ms, vs = (list(t) for t in zip(*pieces, strict=True))
                 torch._fused_adam_(
                     ps,
                     gs,
@@ -444,7 +553,7 @@ class _Lockstep:
             members = self._members_of(f)
             updates = []
             for k, node in members:
-                view = self._own(k)
+                view = self._own(k, copy=False)  # the server reads it before the stack changes
                 updates.append(
                     NodeUpdate(
                         node.name, node.labels, view.shared, view.task, num_examples=len(node.x)
