@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import platform
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -60,6 +61,16 @@ def sweep(
             sc = sc.at(granularity)  # type: ignore[arg-type]
             runs.append((k, sc, method_nodes(sc, METHODS["surgical"])))
     return runs
+
+
+def cpu_model() -> str:
+    """The CPU's model name (from /proc/cpuinfo on Linux): sweeps on different CPUs differ."""
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        lines = []
+    names = [line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")]
+    return names[0] if names else platform.processor() or "unknown CPU"
 
 
 def peak_gflops(dtype: torch.dtype, device: str, size: int = 2048, repeats: int = 10) -> float:
@@ -167,7 +178,7 @@ def main() -> None:
                 "paired_p": float(stats.ttest_rel(scores[name], scores["float32"]).pvalue),
             }
     result = {
-        "machine": f"{os.cpu_count()} CPU cores, torch {torch.__version__}",
+        "machine": f"{os.cpu_count()} cores of {cpu_model()}, torch {torch.__version__}",
         "device": torch.cuda.get_device_name(args.device)
         if args.device.startswith("cuda")
         else "cpu",

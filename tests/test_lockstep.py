@@ -15,6 +15,7 @@ from reportfed.federation.engine import Node, initial_state, run_federation
 from reportfed.federation.lockstep import (
     Compute,
     _drawn_dropout,
+    _dropout,
     _pack_bags,
     _pool,
     run_federations,
@@ -179,17 +180,31 @@ def bags(nodes: list[Node], seed: int) -> list[Node]:
     return out
 
 
-@pytest.mark.parametrize("options", [{}, {"distill": 0.5, "skip": True, "balance": True}])
-def test_lockstep_equals_the_loop_on_sentence_bags_without_dropout(options: dict) -> None:
+@pytest.mark.parametrize(
+    ("options", "tol"),
+    [
+        # max pooling passes each gradient to one sentence: rounding drifts a little further
+        ({}, 1e-4),
+        ({"skip": True, "balance": True}, 1e-4),
+        # distillation's term has no gradient but rounding at the start of a round (the soft
+        # targets are the node's own predictions), and Adam's first steps turn a rounding-sized
+        # gradient into a step of up to lr (1e-3): engines that round differently (another
+        # CPU's kernels) differ by up to 6.3e-4 in a few weights; training without
+        # distillation differs from it by 4.7e-3
+        ({"distill": 0.5, "skip": True, "balance": True}, 2e-3),
+    ],
+)
+def test_lockstep_equals_the_loop_on_sentence_bags_without_dropout(
+    options: dict, tol: float
+) -> None:
     config = replace(CONFIG, dropout=0.0, **options)
     feds = [bags(federation(s), s) for s in range(2)]
     configs = [replace(config, seed=s) for s in range(2)]
     for nodes, c, result in zip(feds, configs, run_federations(feds, configs), strict=True):
         loop = run_federation(nodes, c, progress=False)
         assert result.state is not None
-        # max pooling passes each gradient to one sentence: rounding drifts a little further
-        assert_close(result.state.shared, loop.state.shared, tol=1e-4)
-        assert_close(result.state.task, loop.state.task, tol=1e-4)
+        assert_close(result.state.shared, loop.state.shared, tol=tol)
+        assert_close(result.state.task, loop.state.task, tol=tol)
 
 
 def test_sentence_bags_are_packed_to_their_real_sentences_and_pooled_per_bag() -> None:
@@ -237,12 +252,13 @@ def test_drawn_dropout_drops_p_and_each_federation_draws_from_its_own_stream() -
         return [torch.Generator().manual_seed(s) for s in seeds]
 
     h = torch.ones(3, 200, 100)
-    multiplier = _drawn_dropout(h, 0.2, [(0, 2), (2, 3)], streams(1, 2))
-    assert set(multiplier.unique().tolist()) == {0.0, 1.25}
-    assert abs(float((multiplier == 0).float().mean()) - 0.2) < 0.01  # 60,000 draws: SD 0.0016
-    assert not torch.equal(multiplier[0], multiplier[1])
+    kept = _drawn_dropout(h, 0.2, [(0, 2), (2, 3)], streams(1, 2))
+    assert set(kept.unique().tolist()) == {0, 1}
+    assert abs(float((kept == 0).float().mean()) - 0.2) < 0.01  # 60,000 draws: SD 0.0016
+    assert not torch.equal(kept[0], kept[1])
     alone = _drawn_dropout(h[2:], 0.2, [(0, 1)], streams(2))
-    assert torch.equal(multiplier[2:], alone)
+    assert torch.equal(kept[2:], alone)
+    assert set(_dropout(h, kept, 0.2).unique().tolist()) == {0.0, 1.25}
 
 
 def test_results_do_not_depend_on_how_many_workers_train_chunks() -> None:

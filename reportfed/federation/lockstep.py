@@ -36,7 +36,7 @@ do ``server_momentum`` (one velocity per federation) and ``prox``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields
 from functools import partial
@@ -48,7 +48,7 @@ import numpy as np
 import torch
 from torch.nn import functional
 
-from reportfed.aggregation import GlobalState, NodeUpdate, node_arrays
+from reportfed.aggregation import GlobalState, NodeUpdate
 from reportfed.config import FederationConfig
 from reportfed.federation.engine import Node, initial_state
 from reportfed.labels import LabelSpace
@@ -127,17 +127,30 @@ class _Stack:
         pairs = [t for pair in zip(self.weights, self.biases, strict=True) for t in pair]
         return pairs if self.skip is None else [*pairs, self.skip]
 
-    def load(self, m: int, view: GlobalState, *, shared: bool = True, task: bool = True) -> None:
-        """Write a node's view (shared block and/or its task rows) into model ``m``."""
-        for layer, (wk, bk) in enumerate(self.keys):
-            head = layer == len(self.keys) - 1
-            source = view.task if head else view.shared
-            if (head and task) or (not head and shared):
-                w, b = np.asarray(source[wk]), np.asarray(source[bk])
-                self.weights[layer][m, :, : len(w)] = torch.from_numpy(w.T)
-                self.biases[layer][m, : len(b)] = torch.from_numpy(b)
-        if task and self.skip is not None:
-            s = np.asarray(view.task[SKIP])
+    def with_params(self, params: Sequence[torch.Tensor]) -> _Stack:
+        """A stack of the same layers holding ``params`` (in :meth:`params`' order)."""
+        layers = len(self.weights)
+        return _Stack(
+            weights=list(params[: 2 * layers : 2]),
+            biases=list(params[1 : 2 * layers : 2]),
+            keys=self.keys,
+            skip=params[-1] if self.skip is not None else None,
+        )
+
+    def load_shared(self, m: int | slice, shared: Mapping[str, np.ndarray]) -> None:
+        """Write a shared block into model ``m`` (or every model of a slice)."""
+        for (wk, bk), w, b in zip(self.keys[:-1], self.weights, self.biases, strict=False):
+            w[m] = torch.from_numpy(np.asarray(shared[wk]).T)
+            b[m] = torch.from_numpy(np.asarray(shared[bk]))
+
+    def load_task(self, m: int, task: Mapping[str, np.ndarray]) -> None:
+        """Write a node's task rows into model ``m``'s first outputs."""
+        wk, bk = self.keys[-1]
+        w, b = np.asarray(task[wk]), np.asarray(task[bk])
+        self.weights[-1][m, :, : len(w)] = torch.from_numpy(w.T)
+        self.biases[-1][m, : len(b)] = torch.from_numpy(b)
+        if self.skip is not None:
+            s = np.asarray(task[SKIP])
             self.skip[m, :, : len(s)] = torch.from_numpy(s.T)
 
     def view(self, m: int, labels: LabelSpace) -> GlobalState:
@@ -215,16 +228,24 @@ def _pool(logits: torch.Tensor, packing: _Packing | None) -> torch.Tensor:
 def _drawn_dropout(
     h: torch.Tensor, p: float, spans: Sequence[tuple[int, int]], streams: Sequence[torch.Generator]
 ) -> torch.Tensor:
-    """A fresh dropout multiplier for hidden activations ``h`` ``(M, rows, width)``: models
-    ``lo:hi`` of each span draw from its stream. One 16-bit lane of a random 64-bit word per
-    entry (0.8 ns an entry against 6.5 ns for ``bernoulli_`` on this project's CPU): an entry is
-    dropped with probability ``round(p * 2**16) / 2**16``, within 2**-17 of ``p``."""
+    """A fresh dropout mask for hidden activations ``h`` ``(M, rows, width)``: 1 (uint8) where an
+    entry is kept; models ``lo:hi`` of each span draw from its stream. One 16-bit lane of a random
+    64-bit word per entry (0.8 ns an entry against 6.5 ns for ``bernoulli_`` on this project's
+    CPU): an entry is dropped with probability ``round(p * 2**16) / 2**16``, within 2**-17 of
+    ``p``."""
     lanes = h[0].numel()
     words = torch.empty(len(h), -(-lanes // 4), dtype=torch.int64, device=h.device)
     for (lo, hi), stream in zip(spans, streams, strict=True):
         words[lo:hi].random_(-(2**63), 2**63 - 1, generator=stream)
     kept = words.view(torch.int16)[:, :lanes].reshape(h.shape) >= round(p * 2**16) - 2**15
-    return kept.to(h.dtype).mul_(1 / (1 - p))
+    return kept.view(torch.uint8)
+
+
+def _dropout(h: torch.Tensor, kept: torch.Tensor, p: float) -> torch.Tensor:
+    """``h`` with the entries of a 0/1 ``kept`` mask (uint8: a product with a bool mask converts
+    it first, 3x slower) scaled by ``1 / (1 - p)`` and the others zeroed, as ``nn.Dropout``
+    computes it (one rounding: ``h * 1`` is exact)."""
+    return (h * kept).mul_(1 / (1 - p))
 
 
 def _layer_keys(hidden: Sequence[int]) -> list[tuple[str, str]]:
@@ -337,8 +358,8 @@ class _Lockstep:
             keys=_layer_keys(self.config.hidden),
             skip=zeros(m, dim, width) if self.config.skip else None,
         )
-        for k in range(m):
-            self.stack.load(k, self._view(k))
+        for f in range(len(federations)):
+            self._load(f)
         # every node's rows in one table (bags padded to the longest); the last row is the
         # padding row (no annotated label)
         shape = (self.bag, dim) if self.bag else (dim,)
@@ -366,10 +387,15 @@ class _Lockstep:
         """(stack index, node) of federation ``f``'s nodes."""
         return [(k, n) for k, (g, _, n) in enumerate(self.members) if g == f]
 
-    def _view(self, k: int) -> GlobalState:
-        """What node ``k`` receives from its federation's global model: its head's rows."""
-        shared, task = node_arrays(self.servers[self.members[k][0]].state, self.heads[k])
-        return GlobalState(self.heads[k], shared, task)
+    def _load(self, f: int, *, task: bool = True) -> None:
+        """Write federation ``f``'s global model into its nodes: the shared block (one write for
+        all of them) and, with ``task``, each node's head rows."""
+        state = self.servers[f].state
+        lo, hi = self.spans[f]
+        self.stack.load_shared(slice(lo, hi), state.shared)
+        for k in range(lo, hi) if task else ():
+            rows = state.labels.indices(self.heads[k])
+            self.stack.load_task(k, {key: v[rows] for key, v in state.task.items()})
 
     def _own(self, k: int, *, copy: bool = True) -> GlobalState:
         """Node ``k``'s weights over its own labels (what it sends to the server); task rows are
@@ -401,7 +427,7 @@ class _Lockstep:
     # -- one round ---------------------------------------------------------------------------
     def _schedule(self, round_: int) -> tuple[torch.Tensor, list[torch.Tensor], torch.Tensor]:
         """Row indices ``(S, M, B)``, each node's number of steps, and with ``replay`` (report rows)
-        the dropout multipliers per hidden layer ``(S, M, B, h)``, all drawn exactly as
+        the 0/1 dropout masks per hidden layer ``(S, M, B, h)``, all drawn exactly as
         :func:`~reportfed.train.train_local` draws them (one generator per node and round for
         the batch order, one for the dropout masks)."""
         c = self.config
@@ -426,7 +452,7 @@ class _Lockstep:
         to = partial(torch.Tensor.to, device=self.device)
         return (
             to(rows),
-            [to(layer.div_(1 - c.dropout)) for layer in keep],
+            [to(layer.to(torch.uint8)) for layer in keep],
             to(torch.tensor(batches)),
         )
 
@@ -439,30 +465,35 @@ class _Lockstep:
         ]
         soft = self._soft_targets()
         params = self.stack.params()
-        for p in params:
-            p.requires_grad_(True)
-        anchor = [p.detach().clone() for p in params] if self.config.prox > 0 else []
+        anchor = [p.clone() for p in params] if self.config.prox > 0 else []
         exp_avg = [torch.zeros_like(p) for p in params]
         exp_avg_sq = [torch.zeros_like(p) for p in params]
+        # what the products read: the weights, or with bf16 copies of them made every step
+        # (bf16 gradients come back into float32 buffers, for Adam)
+        dtype = torch.bfloat16 if self.compute.bf16 else torch.float32
+        used = [p.to(dtype) for p in params] if self.compute.bf16 else params
+        grads = [torch.empty_like(p) for p in params] if self.compute.bf16 else []
+        net = self.stack.with_params(used)
+        for u in used:
+            u.requires_grad_(True)
         loss_sum = torch.zeros(len(self.members), device=self.device)
         tied = {2, 3} if self.mode == "split" else set()  # weight and bias of the second layer
-        autocast = torch.autocast(self.device.type, torch.bfloat16, enabled=self.compute.bf16)
         for s in range(rows.shape[0]):
             active = steps_t > s
             batch = rows[s]
-            (x, packing), y = self._rows(self.x[batch]), self.y[batch]
-            with autocast:
-                h = x
-                for layer in range(len(self.config.hidden)):
-                    w, b = self.stack.weights[layer], self.stack.biases[layer]
-                    h = torch.relu(torch.baddbmm(b.unsqueeze(1), h, w))
-                    if self.config.dropout > 0:
-                        h = h * (
-                            keep[layer][s]
-                            if keep
-                            else _drawn_dropout(h, self.config.dropout, self.spans, streams)
-                        )
-                logits = _pool(self.stack.logits(slice(None), h, x).float(), packing)
+            (x, packing), y = self._rows(self.x[batch].to(dtype)), self.y[batch]
+            h = x
+            for layer in range(len(self.config.hidden)):
+                w, b = net.weights[layer], net.biases[layer]
+                h = torch.relu(torch.baddbmm(b.unsqueeze(1), h, w))
+                if self.config.dropout > 0:
+                    kept = (
+                        keep[layer][s]
+                        if keep
+                        else _drawn_dropout(h, self.config.dropout, self.spans, streams)
+                    )
+                    h = _dropout(h, kept, self.config.dropout)
+            logits = _pool(net.logits(slice(None), h, x).float(), packing)
             annotated = ~torch.isnan(y)
             bce = functional.binary_cross_entropy_with_logits(
                 logits, torch.nan_to_num(y), pos_weight=self.pos_weight, reduction="none"
@@ -479,7 +510,12 @@ class _Lockstep:
                 loss = loss + self.config.distill * distilled
             # the fused Adam kernel below reads memory linearly: gradients must be contiguous
             # (they are, with weights stored (in, out); .contiguous() is then free)
-            grads = [g.contiguous() for g in torch.autograd.grad(loss.sum(), params)]
+            computed = torch.autograd.grad(loss.sum(), used)
+            if self.compute.bf16:
+                for g, c in zip(grads, computed, strict=True):
+                    g.copy_(c)
+            else:
+                grads = [g.contiguous() for g in computed]
             with torch.no_grad():
                 loss_sum += torch.where(active, loss, 0.0)
                 stepping = [active] * len(params)
@@ -490,8 +526,11 @@ class _Lockstep:
                 for g, p, start in zip(grads, params, anchor, strict=False):
                     g.add_(p - start, alpha=self.config.prox)  # FedProx's proximal term
                 self._adam(params, grads, (exp_avg, exp_avg_sq), s + 1, stepping)
-        for p in params:
-            p.requires_grad_(False)
+                if self.compute.bf16:
+                    for u, p in zip(used, params, strict=True):
+                        u.copy_(p)
+        for u in used:
+            u.requires_grad_(False)
         return (loss_sum / steps_t.clamp(min=1)).tolist()
 
     def _rows(self, x: torch.Tensor) -> tuple[torch.Tensor, _Packing | None]:
@@ -560,8 +599,7 @@ class _Lockstep:
                     )
                 )
             self.servers[f].step(updates)
-            for k, _ in members:
-                self.stack.load(k, self._view(k), task=self.mode == "surgical")
+            self._load(f, task=self.mode == "surgical")
 
     def run(self) -> list[LockstepResult]:
         history: list[list[float]] = []
