@@ -70,10 +70,10 @@ _PER_FEDERATION = frozenset({"lr", "node_lr", "seed", *(f.name for f in fields(S
 class Compute:
     """How lockstep computes. ``device``: a torch device (``"cpu"``, ``"cuda"``, ``"cuda:1"``).
     ``bf16``: matrix products in bfloat16, on bf16 copies of the weights made every step (weights,
-    Adam and the loss stay float32), so results equal float32 runs statistically, not bit for bit. ``replay``: report rows take the
-    per-node loop's exact dropout draws (slower; the mode the loop-equivalence tests use).
-    ``workers``: chunks trained at once, each on its own thread (:meth:`worker_count`); results
-    do not depend on it."""
+    Adam and the loss stay float32), so results equal float32 runs statistically, not bit for
+    bit. ``replay``: report rows take the per-node loop's exact dropout draws (slower; the mode
+    the loop-equivalence tests use). ``workers``: chunks trained at once, each on its own thread
+    (:meth:`worker_count`); results do not depend on it."""
 
     device: str = "cpu"
     bf16: bool = False
