@@ -472,7 +472,7 @@ class _Lockstep:
         # (bf16 gradients come back into float32 buffers, for Adam)
         dtype = torch.bfloat16 if self.compute.bf16 else torch.float32
         used = [p.to(dtype) for p in params] if self.compute.bf16 else params
-        grads = [torch.empty_like(p) for p in params] if self.compute.bf16 else []
+        float32_grads = [torch.empty_like(p) for p in params] if self.compute.bf16 else []
         net = self.stack.with_params(used)
         for u in used:
             u.requires_grad_(True)
@@ -511,11 +511,11 @@ class _Lockstep:
             # the fused Adam kernel below reads memory linearly: gradients must be contiguous
             # (they are, with weights stored (in, out); .contiguous() is then free)
             computed = torch.autograd.grad(loss.sum(), used)
-            if self.compute.bf16:
-                for g, c in zip(grads, computed, strict=True):
-                    g.copy_(c)
-            else:
-                grads = [g.contiguous() for g in computed]
+            grads = (
+                [g.copy_(c) for g, c in zip(float32_grads, computed, strict=True)]
+                if self.compute.bf16
+                else [c.contiguous() for c in computed]
+            )
             with torch.no_grad():
                 loss_sum += torch.where(active, loss, 0.0)
                 stepping = [active] * len(params)
