@@ -169,14 +169,13 @@ class _Stack:
             task[SKIP] = self.skip[m, :, :n].T.cpu().numpy()
         return GlobalState(labels=labels, shared=shared, task=task)
 
-    def logits(self, m: int | slice, h: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-        """Head outputs of models ``m`` from last hidden activations ``h`` and inputs ``x``
-        (batched ``(M, B, .)`` for a slice, ``(B, .)`` for one model)."""
-        w, b = self.weights[-1][m], self.biases[-1][m]
-        if h.dim() == 3:
-            out = torch.baddbmm(b.unsqueeze(1), h, w)
-            return out if self.skip is None else torch.baddbmm(out, x, self.skip[m])
-        out = h @ w + b
+    def logits(self, h: torch.Tensor, x: torch.Tensor, m: int | None = None) -> torch.Tensor:
+        """Head outputs from last hidden activations ``h`` and inputs ``x``: of every model
+        (batched ``(M, B, .)``), or of model ``m`` (``(B, .)``)."""
+        if m is None:
+            out = torch.baddbmm(self.biases[-1].unsqueeze(1), h, self.weights[-1])
+            return out if self.skip is None else torch.baddbmm(out, x, self.skip)
+        out = h @ self.weights[-1][m] + self.biases[-1][m]
         return out if self.skip is None else out + x @ self.skip[m]
 
 
@@ -360,6 +359,13 @@ class _Lockstep:
         )
         for f in range(len(federations)):
             self._load(f)
+        # Adam's moments, and with bf16 what the products read (bf16 copies of the weights) and
+        # the float32 gradients Adam reads: allocated once, reset every round
+        params = self.stack.params()
+        self.exp_avg = [torch.zeros_like(p) for p in params]
+        self.exp_avg_sq = [torch.zeros_like(p) for p in params]
+        self.used = [p.to(torch.bfloat16) for p in params] if compute.bf16 else params
+        self.float32_grads = [torch.empty_like(p) for p in params] if compute.bf16 else []
         # every node's rows in one table (bags padded to the longest); the last row is the
         # padding row (no annotated label)
         shape = (self.bag, dim) if self.bag else (dim,)
@@ -370,7 +376,11 @@ class _Lockstep:
         self.offsets = np.cumsum([0] + [len(n.x) for _, _, n in self.members])
         for k, (_, _, n) in enumerate(self.members):
             y[self.offsets[k] : self.offsets[k + 1], self.heads[k].indices(n.labels)] = n.y
-        self.y = torch.from_numpy(y).to(device)
+        # per row and head column: the target (0 where there is none) and whether there is one
+        annotated = ~np.isnan(y)
+        self.target = torch.from_numpy(np.nan_to_num(y)).to(device)
+        self.annotated = torch.from_numpy(annotated.astype(np.float32)).to(device)
+        self.annotations = torch.from_numpy(annotated.sum(1)).to(device)  # per row
         # per node and head column: the weight of a positive (``balance``), 1 elsewhere
         self.pos_weight = None
         if self.config.balance:
@@ -411,7 +421,7 @@ class _Lockstep:
         does not annotate, NaN elsewhere; computed at the start of a round, as the loop does."""
         if self.config.distill <= 0:
             return None
-        soft = torch.full_like(self.y, float("nan"))
+        soft = torch.full_like(self.target, float("nan"))
         with torch.no_grad():
             for k, (_, _, node) in enumerate(self.members):
                 lo, hi = int(self.offsets[k]), int(self.offsets[k + 1])
@@ -419,7 +429,7 @@ class _Lockstep:
                 h = x
                 for w, b in zip(self.stack.weights[:-1], self.stack.biases[:-1], strict=True):
                     h = torch.relu(h @ w[k] + b[k])
-                h = _pool(self.stack.logits(k, h, x), packing)
+                h = _pool(self.stack.logits(h, x, k), packing)
                 others = [j for j, name in enumerate(self.heads[k]) if name not in node.labels]
                 soft[lo:hi, others] = torch.sigmoid(h[:, others])
         return soft
@@ -464,15 +474,13 @@ class _Lockstep:
             for c in self.configs
         ]
         soft = self._soft_targets()
+        fewest = int(steps_t.min())  # steps every node takes
         params = self.stack.params()
         anchor = [p.clone() for p in params] if self.config.prox > 0 else []
-        exp_avg = [torch.zeros_like(p) for p in params]
-        exp_avg_sq = [torch.zeros_like(p) for p in params]
-        # what the products read: the weights, or with bf16 copies of them made every step
-        # (bf16 gradients come back into float32 buffers, for Adam)
-        dtype = torch.bfloat16 if self.compute.bf16 else torch.float32
-        used = [p.to(dtype) for p in params] if self.compute.bf16 else params
-        float32_grads = [torch.empty_like(p) for p in params] if self.compute.bf16 else []
+        torch._foreach_zero_([*self.exp_avg, *self.exp_avg_sq])
+        used, dtype = self.used, self.used[0].dtype
+        if self.compute.bf16:
+            torch._foreach_copy_(used, params)
         net = self.stack.with_params(used)
         for u in used:
             u.requires_grad_(True)
@@ -481,7 +489,7 @@ class _Lockstep:
         for s in range(rows.shape[0]):
             active = steps_t > s
             batch = rows[s]
-            (x, packing), y = self._rows(self.x[batch].to(dtype)), self.y[batch]
+            (x, packing), y = self._rows(self.x[batch].to(dtype)), self.target[batch]
             h = x
             for layer in range(len(self.config.hidden)):
                 w, b = net.weights[layer], net.biases[layer]
@@ -493,13 +501,11 @@ class _Lockstep:
                         else _drawn_dropout(h, self.config.dropout, self.spans, streams)
                     )
                     h = _dropout(h, kept, self.config.dropout)
-            logits = _pool(net.logits(slice(None), h, x).float(), packing)
-            annotated = ~torch.isnan(y)
+            logits = _pool(net.logits(h, x).float(), packing)
             bce = functional.binary_cross_entropy_with_logits(
-                logits, torch.nan_to_num(y), pos_weight=self.pos_weight, reduction="none"
+                logits, y, self.annotated[batch], pos_weight=self.pos_weight, reduction="none"
             )
-            count = annotated.sum(dim=(1, 2)).clamp(min=1)
-            loss = (bce * annotated).sum(dim=(1, 2)) / count
+            loss = bce.sum(dim=(1, 2)) / self.annotations[batch].sum(1).clamp(min=1)
             if soft is not None:
                 target = soft[batch]
                 kept = ~torch.isnan(target)
@@ -511,24 +517,24 @@ class _Lockstep:
             # the fused Adam kernel below reads memory linearly: gradients must be contiguous
             # (they are, with weights stored (in, out); .contiguous() is then free)
             computed = torch.autograd.grad(loss.sum(), used)
-            grads = (
-                [g.copy_(c) for g, c in zip(float32_grads, computed, strict=True)]
-                if self.compute.bf16
-                else [c.contiguous() for c in computed]
-            )
+            if self.compute.bf16:
+                torch._foreach_copy_(self.float32_grads, computed)
+                grads = self.float32_grads
+            else:
+                grads = [c.contiguous() for c in computed]
             with torch.no_grad():
                 loss_sum += torch.where(active, loss, 0.0)
-                stepping = [active] * len(params)
+                stepping = None if s < fewest else [active] * len(params)
                 if tied:
                     grads = [self._tie(g) if j in tied else g for j, g in enumerate(grads)]
+                if tied and stepping is not None:
                     any_active = self._tie(active.float()) > 0
                     stepping = [any_active if j in tied else active for j in range(len(params))]
                 for g, p, start in zip(grads, params, anchor, strict=False):
                     g.add_(p - start, alpha=self.config.prox)  # FedProx's proximal term
-                self._adam(params, grads, (exp_avg, exp_avg_sq), s + 1, stepping)
+                self._adam(params, grads, s + 1, stepping)
                 if self.compute.bf16:
-                    for u, p in zip(used, params, strict=True):
-                        u.copy_(p)
+                    torch._foreach_copy_(used, params)
         for u in used:
             u.requires_grad_(False)
         return (loss_sum / steps_t.clamp(min=1)).tolist()
@@ -548,20 +554,19 @@ class _Lockstep:
         self,
         params: list[torch.Tensor],
         grads: Sequence[torch.Tensor],
-        state: tuple[list[torch.Tensor], list[torch.Tensor]],
         step: int,
-        stepping: list[torch.Tensor],
+        stepping: list[torch.Tensor] | None,
     ) -> None:
         """One step of torch.optim.Adam (its fused kernel) for the nodes in ``stepping[j]`` (per
-        parameter ``j``): on a stacked tensor when all its nodes step, else on per-node views."""
-        exp_avg, exp_avg_sq = state
+        parameter ``j``; ``None``: every node): on a stacked tensor when all its nodes step,
+        else on per-node views."""
         count = torch.tensor(float(step), device=self.device)
         for lr, group in self.lr_groups:
             # (param, grad, first moment, second moment) of whole stacks or single nodes
             pieces: list[tuple[torch.Tensor, ...]] = []
             for j, p in enumerate(params):
-                nodes = group[stepping[j][group]]
-                tensors = (p, grads[j], exp_avg[j], exp_avg_sq[j])
+                nodes = group if stepping is None else group[stepping[j][group]]
+                tensors = (p, grads[j], self.exp_avg[j], self.exp_avg_sq[j])
                 if len(nodes) == len(self.members):  # every node steps: the stacked tensors
                     pieces.append(tensors)
                 else:
