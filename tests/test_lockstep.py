@@ -14,9 +14,9 @@ from reportfed.config import FederationConfig
 from reportfed.federation.engine import Node, initial_state, run_federation
 from reportfed.federation.lockstep import (
     Compute,
+    _Bags,
     _drawn_dropout,
     _dropout,
-    _pack_bags,
     _pool,
     run_federations,
 )
@@ -208,18 +208,19 @@ def test_lockstep_equals_the_loop_on_sentence_bags_without_dropout(
 
 
 def test_sentence_bags_are_packed_to_their_real_sentences_and_pooled_per_bag() -> None:
-    x = torch.zeros(2, 3, 4, 5)  # 2 models x 3 bags x up to 4 sentences x dim 5
+    x = np.zeros((2, 3, 4, 5), np.float32)  # 2 models x 3 bags x up to 4 sentences x dim 5
     x[0, 0, :2], x[0, 2, 0], x[1, 1, :4] = 1.0, 2.0, 3.0
     x[1, 1, 2] = -1.0  # a bag's sentences need not share a score
-    rows, packing = _pack_bags(x)
-    assert rows.shape == (2, 4, 5)  # model 1 has 4 sentences: not 3 x 4 rows
-    pooled = _pool(rows.sum(-1, keepdim=True), packing)  # a sentence's score: its sum
+    table, bags = _Bags.store([x[0], x[1]], torch.device("cpu"))
+    assert table.shape == (8, 5) and not table[-1].any()  # 7 sentences, then the zero row
+    rows, packing = bags.pack(torch.tensor([[0, 1, 2], [3, 4, 5]]))  # 6: the empty padding bag
+    assert rows.shape == (2, 4)  # model 1 has 4 sentences: not 3 x 4 rows
+    pooled = _pool(table[rows].sum(-1, keepdim=True), packing)  # a sentence's score: its sum
     expected = torch.tensor([[5.0, 0.0, 10.0], [0.0, 15.0, 0.0]]).unsqueeze(-1)
     assert torch.equal(pooled, expected)  # bags without a sentence pool to 0
-    single, one = _pack_bags(x[1])  # one model's bags, as the soft targets pack them
-    assert single.shape == (4, 5) and torch.equal(
-        _pool(single.sum(-1, keepdim=True), one), expected[1]
-    )
+    rows, packing = bags.pack(torch.tensor([[3, 4, 5, 6]]))  # one model, as soft targets pack
+    assert rows.shape == (1, 4)
+    assert torch.equal(_pool(table[rows].sum(-1, keepdim=True), packing)[0, :3], expected[1])
 
 
 @pytest.mark.parametrize(

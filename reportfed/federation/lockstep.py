@@ -179,36 +179,55 @@ class _Stack:
         return out if self.skip is None else out + x @ self.skip[m]
 
 
-def _pad_bags(x: np.ndarray, width: int) -> np.ndarray:
-    """Sentence bags ``(n, S, dim)`` zero-padded to ``width`` sentences; reports as they are."""
-    if x.ndim == 2:
-        return x
-    return np.pad(x, ((0, 0), (0, width - x.shape[1]), (0, 0)))
-
-
 @dataclass
 class _Packing:
-    """Where packed sentence rows came from (:func:`_pack_bags`): each row's bag (``bags`` for a
+    """Where packed sentence rows came from (:meth:`_Bags.pack`): each row's bag (``bags`` for a
     padding row) and whether each bag has a sentence."""
 
     bag: torch.Tensor  # (M, R) long
     present: torch.Tensor  # (M, B) bool
-    lead: tuple[int, ...]  # the leading shape of the bags, () or (M,)
 
 
-def _pack_bags(x: torch.Tensor) -> tuple[torch.Tensor, _Packing]:
-    """The real sentences of bags ``(..., B, S, dim)`` as rows ``(..., R, dim)``, ``R`` the most
-    any model has, so that every model scores its own sentences and not its batch's padding."""
-    lead, (bags, width, dim) = x.shape[:-3], x.shape[-3:]
-    x = x.reshape(-1, bags, width, dim)
-    mask = sentence_mask(x)
-    real = mask.flatten(1)
-    count = int(real.sum(1).max())
-    order = torch.argsort(~real, dim=1, stable=True)[:, : max(count, 1)]  # real sentences first
-    rows = x.flatten(1, 2).gather(1, order.unsqueeze(-1).expand(-1, -1, dim))  # padding: zeros
-    bag = torch.where(real.gather(1, order), order // width, bags)
-    packing = _Packing(bag, mask.any(-1), tuple(lead))
-    return rows.reshape(*lead, -1, dim), packing
+@dataclass
+class _Bags:
+    """Sentence bags stored as their real sentences, bag after bag, in one sentence table: bag
+    ``r``'s are rows ``first[r]`` to ``first[r] + count[r] - 1``, and row ``padding`` is zeros."""
+
+    first: torch.Tensor  # (N,) long
+    count: torch.Tensor  # (N,) long
+    width: int  # the most sentences of any bag
+    padding: int
+
+    @staticmethod
+    def store(bags: Sequence[np.ndarray], device: torch.device) -> tuple[torch.Tensor, _Bags]:
+        """The sentence table of bags ``(n, S, dim)`` (all-zero rows are padding, see
+        :func:`~reportfed.model.sentence_mask`), followed by one empty bag."""
+        masks = [sentence_mask(torch.from_numpy(x)).numpy() for x in bags]
+        count = np.concatenate([*(m.sum(1) for m in masks), [0]])
+        dim = bags[0].shape[-1]
+        table = np.concatenate(
+            [*(x[m] for x, m in zip(bags, masks, strict=True)), np.zeros((1, dim))]
+        )
+        first = np.concatenate([[0], np.cumsum(count)[:-1]])
+        index = partial(torch.as_tensor, dtype=torch.long, device=device)
+        stored = _Bags(index(first), index(count), max(int(count.max()), 1), len(table) - 1)
+        return torch.from_numpy(table.astype(np.float32)).to(device), stored
+
+    def pack(self, batch: torch.Tensor) -> tuple[torch.Tensor, _Packing]:
+        """The sentence-table rows of bags ``batch`` ``(M, B)``: each model's real sentences,
+        bag by bag, padded with the zero row to ``(M, R)``, ``R`` the most any model has, so
+        that every model scores its own sentences and not its batch's padding."""
+        count = self.count[batch]
+        slots = torch.arange(self.width, device=batch.device)
+        real = (slots < count.unsqueeze(-1)).flatten(1)
+        longest = max(int(count.sum(1).max()), 1)
+        order = torch.argsort(~real, dim=1, stable=True)[:, :longest]  # real sentences first
+        kept, bag = real.gather(1, order), order // self.width
+        rows = self.first[batch.gather(1, bag)] + order % self.width
+        return (
+            torch.where(kept, rows, self.padding),
+            _Packing(torch.where(kept, bag, batch.shape[1]), count > 0),
+        )
 
 
 def _pool(logits: torch.Tensor, packing: _Packing | None) -> torch.Tensor:
@@ -216,12 +235,10 @@ def _pool(logits: torch.Tensor, packing: _Packing | None) -> torch.Tensor:
     padding row); report logits as they are."""
     if packing is None:
         return logits
-    logits = logits.reshape(len(packing.bag), -1, logits.shape[-1])
     shape = (len(packing.bag), packing.present.shape[1] + 1, logits.shape[-1])
     index = packing.bag.unsqueeze(-1).expand_as(logits)
     pooled = logits.new_full(shape, float("-inf")).scatter_reduce(1, index, logits, "amax")
-    pooled = torch.where(packing.present.unsqueeze(-1), pooled[:, :-1], 0.0)
-    return pooled.reshape(*packing.lead, *pooled.shape[1:])
+    return torch.where(packing.present.unsqueeze(-1), pooled[:, :-1], 0.0)
 
 
 def _drawn_dropout(
@@ -331,12 +348,6 @@ class _Lockstep:
         #: each federation's members: a contiguous range of stack indices
         self.spans = list(pairwise(np.cumsum([0] + [len(nodes) for nodes in federations])))
         dim = federations[0][0].x.shape[-1]
-        #: the longest sentence bag of any node (sentence mode), else 0
-        self.bag = (
-            max(n.x.shape[1] for nodes in federations for n in nodes)
-            if federations[0][0].x.ndim == 3
-            else 0
-        )
         self.servers = [
             SurgicalServer(initial_state(dim, LabelSpace.union(n.labels for n in nodes), c), c)
             for nodes, c in zip(federations, configs, strict=True)
@@ -366,14 +377,17 @@ class _Lockstep:
         self.exp_avg_sq = [torch.zeros_like(p) for p in params]
         self.used = [p.to(torch.bfloat16) for p in params] if compute.bf16 else params
         self.float32_grads = [torch.empty_like(p) for p in params] if compute.bf16 else []
-        # every node's rows in one table (bags padded to the longest); the last row is the
-        # padding row (no annotated label)
-        shape = (self.bag, dim) if self.bag else (dim,)
-        rows = [_pad_bags(n.x, self.bag) for _, _, n in self.members]
-        x = np.concatenate([*rows, np.zeros((1, *shape))]).astype(np.float32)
-        self.x = torch.from_numpy(x).to(device)
-        y = np.full((len(self.x), width), np.nan, dtype=np.float32)
-        self.offsets = np.cumsum([0] + [len(n.x) for _, _, n in self.members])
+        # every node's rows, then the padding row (no annotated label, zeros): report vectors
+        # in one table, or sentence bags as their sentences' table (``bags``)
+        xs = [n.x for _, _, n in self.members]
+        self.bags: _Bags | None = None
+        if xs[0].ndim == 3:
+            self.x, self.bags = _Bags.store(xs, device)
+        else:
+            x = np.concatenate([*xs, np.zeros((1, dim))]).astype(np.float32)
+            self.x = torch.from_numpy(x).to(device)
+        self.offsets = np.cumsum([0] + [len(x) for x in xs])
+        y = np.full((self.offsets[-1] + 1, width), np.nan, dtype=np.float32)
         for k, (_, _, n) in enumerate(self.members):
             y[self.offsets[k] : self.offsets[k + 1], self.heads[k].indices(n.labels)] = n.y
         # per row and head column: the target (0 where there is none) and whether there is one
@@ -425,11 +439,11 @@ class _Lockstep:
         with torch.no_grad():
             for k, (_, _, node) in enumerate(self.members):
                 lo, hi = int(self.offsets[k]), int(self.offsets[k + 1])
-                x, packing = self._rows(self.x[lo:hi])
+                x, packing = self._rows(torch.arange(lo, hi, device=self.device).unsqueeze(0))
                 h = x
                 for w, b in zip(self.stack.weights[:-1], self.stack.biases[:-1], strict=True):
                     h = torch.relu(h @ w[k] + b[k])
-                h = _pool(self.stack.logits(h, x, k), packing)
+                h = _pool(self.stack.logits(h, x, k), packing)[0]
                 others = [j for j, name in enumerate(self.heads[k]) if name not in node.labels]
                 soft[lo:hi, others] = torch.sigmoid(h[:, others])
         return soft
@@ -443,8 +457,8 @@ class _Lockstep:
         c = self.config
         batches = [-(-len(n.x) // c.batch_size) * c.local_epochs for _, _, n in self.members]
         shape = (max(batches), len(self.members), c.batch_size)
-        rows = torch.full(shape, len(self.x) - 1, dtype=torch.long)
-        replay = self.compute.replay and not self.bag and c.dropout > 0
+        rows = torch.full(shape, int(self.offsets[-1]), dtype=torch.long)  # the padding row
+        replay = self.compute.replay and self.bags is None and c.dropout > 0
         keep = [torch.zeros(*shape, h) for h in c.hidden] if replay else []
         for k, (f, i, node) in enumerate(self.members):
             seed = round_seed(self.configs[f].seed, round_, i)
@@ -489,7 +503,7 @@ class _Lockstep:
         for s in range(rows.shape[0]):
             active = steps_t > s
             batch = rows[s]
-            (x, packing), y = self._rows(self.x[batch].to(dtype)), self.target[batch]
+            (x, packing), y = self._rows(batch, dtype), self.target[batch]
             h = x
             for layer in range(len(self.config.hidden)):
                 w, b = net.weights[layer], net.biases[layer]
@@ -539,10 +553,16 @@ class _Lockstep:
             u.requires_grad_(False)
         return (loss_sum / steps_t.clamp(min=1)).tolist()
 
-    def _rows(self, x: torch.Tensor) -> tuple[torch.Tensor, _Packing | None]:
-        """What the MLPs score: report rows as they are, or the sentences of bags, packed
-        (:func:`_pack_bags`)."""
-        return _pack_bags(x) if self.bag else (x, None)
+    def _rows(
+        self, batch: torch.Tensor, dtype: torch.dtype = torch.float32
+    ) -> tuple[torch.Tensor, _Packing | None]:
+        """What the MLPs score for rows ``batch`` ``(M, B)``, as ``dtype``: their report vectors,
+        or the real sentences of their bags, packed (:meth:`_Bags.pack`)."""
+        packing = None
+        if self.bags is not None:
+            batch, packing = self.bags.pack(batch)
+        x = self.x.index_select(0, batch.flatten()).view(*batch.shape, self.x.shape[-1])
+        return x.to(dtype), packing
 
     def _tie(self, g: torch.Tensor) -> torch.Tensor:
         """Sum ``g`` over the nodes of each federation and give every node the sum."""
