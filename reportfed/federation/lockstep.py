@@ -241,6 +241,21 @@ def _pool(logits: torch.Tensor, packing: _Packing | None) -> torch.Tensor:
     return torch.where(packing.present.unsqueeze(-1), pooled[:, :-1], 0.0)
 
 
+def _mean_bce(
+    logits: torch.Tensor,
+    target: torch.Tensor,
+    weight: torch.Tensor,
+    count: torch.Tensor,
+    pos_weight: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Per model, the binary cross-entropy of ``logits`` ``(M, B, labels)`` summed over the
+    entries of 0/1 ``weight`` and divided by their ``count`` (at least 1)."""
+    bce = functional.binary_cross_entropy_with_logits(
+        logits, target, weight, pos_weight=pos_weight, reduction="none"
+    )
+    return bce.sum(dim=(1, 2)) / count.clamp(min=1)
+
+
 def _drawn_dropout(
     h: torch.Tensor, p: float, spans: Sequence[tuple[int, int]], streams: Sequence[torch.Generator]
 ) -> torch.Tensor:
@@ -516,17 +531,14 @@ class _Lockstep:
                     )
                     h = _dropout(h, kept, self.config.dropout)
             logits = _pool(net.logits(h, x).float(), packing)
-            bce = functional.binary_cross_entropy_with_logits(
-                logits, y, self.annotated[batch], pos_weight=self.pos_weight, reduction="none"
-            )
-            loss = bce.sum(dim=(1, 2)) / self.annotations[batch].sum(1).clamp(min=1)
+            count = self.annotations[batch].sum(1)
+            loss = _mean_bce(logits, y, self.annotated[batch], count, self.pos_weight)
             if soft is not None:
                 target = soft[batch]
                 kept = ~torch.isnan(target)
-                soft_bce = functional.binary_cross_entropy_with_logits(
-                    logits, torch.nan_to_num(target), reduction="none"
+                distilled = _mean_bce(
+                    logits, torch.nan_to_num(target), kept.float(), kept.sum(dim=(1, 2))
                 )
-                distilled = (soft_bce * kept).sum(dim=(1, 2)) / kept.sum(dim=(1, 2)).clamp(min=1)
                 loss = loss + self.config.distill * distilled
             # the fused Adam kernel below reads memory linearly: gradients must be contiguous
             # (they are, with weights stored (in, out); .contiguous() is then free)
