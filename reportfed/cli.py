@@ -37,6 +37,11 @@ def _write_table(frame: pd.DataFrame, path: Path) -> None:
         atomic_write(path, lambda tmp: frame.to_csv(tmp, index=False))
 
 
+def _names(text: str) -> list[str]:
+    """The names of a comma-separated option (blanks dropped)."""
+    return [s.strip() for s in text.split(",") if s.strip()]
+
+
 def _counts(names: Sequence[str], y: np.ndarray) -> str:
     rows = [
         f"  {n:<28}{int(np.nansum(y[:, i])):>6} positive  {int(np.isnan(y[:, i]).sum()):>5} missing"
@@ -49,8 +54,20 @@ def _counts(names: Sequence[str], y: np.ndarray) -> str:
 def cmd_corpus(args: argparse.Namespace) -> None:
     from reportfed.data.iu import load_iu_frame
 
+    labels = list(CHEXPERT_14)
+    if args.labels:
+        from reportfed.labels import LabelSpace
+
+        labels = list(LabelSpace.of(_names(args.labels)))
+        unknown = [n for n in labels if n not in CHEXPERT_14]
+        if unknown:
+            raise ReportfedError(f"IU has no {unknown} labels; it has {list(CHEXPERT_14)}")
     frame = load_iu_frame(args.archive, granuloma_as_lesion=args.granuloma_as_lesion)
     frame = frame[frame["text"] != ""]
+    if args.sample is not None:
+        if not 1 <= args.sample <= len(frame):
+            raise ReportfedError(f"--sample must be in [1, {len(frame)}], got {args.sample}")
+        frame = frame.sample(n=args.sample, random_state=args.seed).sort_index()
     out = pd.DataFrame(
         {
             "id": frame["uid"],
@@ -60,12 +77,9 @@ def cmd_corpus(args: argparse.Namespace) -> None:
             "mesh_major": frame["mesh_major"].map("; ".join),
         }
     )
-    out = pd.concat([out, frame[list(CHEXPERT_14)]], axis=1)
+    out = pd.concat([out, frame[labels]], axis=1)
     _write_table(out, Path(args.out))
-    _say(
-        f"wrote {len(out)} IU reports to {args.out}\n"
-        + _counts(CHEXPERT_14, out[list(CHEXPERT_14)].to_numpy(float))
-    )
+    _say(f"wrote {len(out)} IU reports to {args.out}\n" + _counts(labels, out[labels].to_numpy(float)))
 
 
 # -- embed -----------------------------------------------------------------------------------
@@ -290,6 +304,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--granuloma-as-lesion", action="store_true", help="count granulomas as Lung Lesion"
     )
+    p.add_argument(
+        "--sample", type=int, default=None, help="keep N reports drawn at random (a small site)"
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed of --sample")
+    p.add_argument("--labels", default=None, help="comma-separated label columns to keep")
     p.set_defaults(func=cmd_corpus)
 
     p = sub.add_parser("embed", help="embed a reports table into the cache, print throughput")

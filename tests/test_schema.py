@@ -13,7 +13,7 @@ from reportfed import schema
 from reportfed.cli import build_parser
 from reportfed.config import FederationConfig
 from reportfed.federation.flower.launch import APP_DIR
-from reportfed.federation.flower.settings import RunSettings
+from reportfed.federation.flower.settings import FLOWER_DEFAULTS, RunSettings
 
 
 def _subparser(parser: argparse.ArgumentParser, *path: str) -> argparse.ArgumentParser:
@@ -26,8 +26,9 @@ def _subparser(parser: argparse.ArgumentParser, *path: str) -> argparse.Argument
 def test_the_flower_app_defaults_are_the_schema_defaults() -> None:
     with open(APP_DIR / "pyproject.toml", "rb") as f:
         app = tomllib.load(f)["tool"]["flwr"]["app"]["config"]
-    expected = {**schema.encode(FederationConfig()), **schema.encode(RunSettings())}
-    del expected["on-invalid"]  # a Flower run always drops an invalid update
+    # every key `federation run` sends must be declared, or Flower refuses the run (code 15)
+    flower = FederationConfig(**FLOWER_DEFAULTS)  # type: ignore[arg-type]
+    expected = {**schema.encode(flower), **schema.encode(RunSettings())}
     assert {k: v for k, v in app.items() if k != "partitions"} == expected
 
 
@@ -55,7 +56,11 @@ def test_flags_reach_the_run_config_and_come_back_from_it() -> None:
     rc = _run_config(build_parser().parse_args(argv))
     assert rc["hidden"] == "64,32"
     config = federation_config(rc)
-    assert config == FederationConfig(hidden=(64, 32), server_lr=0.5, balance=True)
+    assert config == FederationConfig(
+        hidden=(64, 32), server_lr=0.5, balance=True, on_invalid="drop"
+    )
+    raising = _run_config(build_parser().parse_args([*argv, "--on-invalid", "raise"]))
+    assert federation_config(raising).on_invalid == "raise"
     settings = schema.decode(RunSettings, rc)
     assert settings.resume is False and settings.granularity == "report"
     with pytest.raises(SystemExit):

@@ -21,7 +21,7 @@ from pathlib import Path
 from reportfed import schema
 from reportfed.config import FederationConfig
 from reportfed.errors import ReportfedError
-from reportfed.federation.flower.settings import RunSettings
+from reportfed.federation.flower.settings import FLOWER_DEFAULTS, RunSettings
 
 
 def _say(msg: str) -> None:
@@ -204,9 +204,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = cmds.add_parser("run", help="run federated training and wait for the global model")
     p.add_argument("--superlink", required=True, help="server address host:port")
     tls(p, "root-certificates", "CA certificate that signed the server's certificate")
-    # an invalid update is always dropped in a Flower run (SurgicalAggregation)
-    schema.add_flags(p, FederationConfig, skip=["on_invalid"])
+    schema.add_flags(p, FederationConfig)
     schema.add_flags(p, RunSettings)
+    p.set_defaults(**FLOWER_DEFAULTS)
     p.set_defaults(func=cmd_run)
 
     p = cmds.add_parser("import", help="take labels from a global model without training")

@@ -9,6 +9,11 @@ from dataclasses import dataclass
 from reportfed.schema import setting
 from reportfed.sentences import GRANULARITY_HELP, Granularity
 
+#: Where a Flower run's hyperparameter defaults differ from the in-process engines': an invalid
+#: update (NaN, wrong shape) is dropped, since one hospital's fault must not end a federation.
+#: ``federation run --on-invalid raise`` stops the run at the first one instead.
+FLOWER_DEFAULTS = {"on_invalid": "drop"}
+
 
 @dataclass(frozen=True)
 class RunSettings:
