@@ -34,7 +34,8 @@ from reportfed.labels import CHEXPERT_13, LabelSpace
 from reportfed.paths import embeddings_cache_dir
 from reportfed.sentences import Granularity
 
-RESULTS = Path(__file__).resolve().parent / "results"
+#: where results go: relative to the working directory (the checkout's folder when run from its root)
+RESULTS = Path("experiments") / "results"
 METRICS = ("paper_accuracy", "leakfree_accuracy", "auroc", "leakfree_f1", "prevalence_accuracy")
 REFERENCE = "surgical"
 COMPUTE = Compute(replay=True)

@@ -25,9 +25,11 @@ each site's training rows held out for leak-free thresholds, MLP 512-256, Adam 1
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from functools import cache
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -416,6 +418,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--quick", action="store_true", help="5 rounds, 3 repeats, separate result files"
     )
     parser.add_argument(
+        "--out",
+        default=str(RESULTS),
+        help="folder of the result files (tables, runs, plots); a run resumes the runs stored "
+        "there (default: experiments/results under the working directory)",
+    )
+    parser.add_argument(
         "--embedder",
         action="append",
         default=[],
@@ -431,7 +439,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         ]
     config = FederationConfig(rounds=5) if args.quick else FederationConfig()
     tag = f"{args.name}-quick" if args.quick else args.name
-    runs, labels = run(tag, settings, repeats, config=config, methods={**METHODS, **VARIANTS})
+    out = Path(args.out)
+    print(f"results: {out.resolve()}", file=sys.stderr, flush=True)
+    runs, labels = run(
+        tag, settings, repeats, config=config, methods={**METHODS, **VARIANTS}, out_dir=out
+    )
     summary = summarize(runs, settings)
     text_notes = notes(config, repeats)
     if args.name == "paper":
@@ -449,8 +461,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     text += "\n" + label_table(labels, focus, methods)
     if args.name == "vocab":
         text += "\n" + vocab_merge_table(labels)
-    atomic_write(RESULTS / f"{tag}.md", text.encode())
-    label_plot(labels, focus, methods, RESULTS / f"{tag}-labels.png")
+    atomic_write(out / f"{tag}.md", text.encode())
+    label_plot(labels, focus, methods, out / f"{tag}-labels.png")
     central = summary[summary["method"] == "central"]
     if xlabel:
         for prefix in sorted({s.name.split(" ")[0] for s in settings if " " in s.name}) or [""]:
@@ -459,10 +471,11 @@ def main(argv: Sequence[str] | None = None) -> None:
             ]
             plot(
                 part,
-                RESULTS / (f"{tag}-{prefix}.png" if prefix else f"{tag}.png"),
+                out / (f"{tag}-{prefix}.png" if prefix else f"{tag}.png"),
                 f"{xlabel}, {prefix}" if prefix else xlabel,
                 central=central.iloc[0] if len(central) and args.name != "noniid" else None,
                 paper=PAPER_NODES if args.name == "nodes" else None,
                 paper_band=PAPER_SHARED if args.name == "shared" else None,
             )
     print(text)
+    print(f"wrote {out.resolve() / f'{tag}.md'} and its tables and plots", file=sys.stderr)

@@ -79,7 +79,10 @@ def cmd_corpus(args: argparse.Namespace) -> None:
     )
     out = pd.concat([out, frame[labels]], axis=1)
     _write_table(out, Path(args.out))
-    _say(f"wrote {len(out)} IU reports to {args.out}\n" + _counts(labels, out[labels].to_numpy(float)))
+    _say(
+        f"wrote {len(out)} IU reports to {args.out}\n"
+        + _counts(labels, out[labels].to_numpy(float))
+    )
 
 
 # -- embed -----------------------------------------------------------------------------------
@@ -129,10 +132,21 @@ def cmd_train(args: argparse.Namespace) -> None:
     if args.node:
         from reportfed.data.table import read_reports
 
+        custom = _names(args.custom_labels or "")
         tables = [
-            read_reports(p, uncertain=args.uncertain, blank=args.blank, require_labels=True)
+            read_reports(
+                p,
+                custom_labels=custom,
+                uncertain=args.uncertain,
+                blank=args.blank,
+                require_labels=True,
+            )
             for p in args.node
         ]
+        found = {str(c) for t in tables for c in t.label_space}
+        missing = [c for c in custom if c not in found]
+        if missing:
+            raise ReportfedError(f"--custom-labels: no --node table has a column {missing}")
         for p, t in zip(args.node, tables, strict=True):
             annotated = [n for n in t.label_space if n not in t.blank_columns]
             _say(
@@ -205,8 +219,10 @@ def cmd_label(args: argparse.Namespace) -> None:
     from reportfed.default_model import load_default_model
     from reportfed.labeler import ReportLabeler
 
-    out, probabilities = Path(args.out), args.probabilities and Path(args.probabilities)
-    paths = [("--out", out)] + ([("--probabilities", probabilities)] if probabilities else [])
+    out = Path(args.out)
+    extra = {flag: Path(value) for flag, value in
+             (("--probabilities", args.probabilities), ("--evidence", args.evidence)) if value}  # fmt: skip
+    paths = [("--out", out), *extra.items()]
     _check_outputs(paths, inputs=[("--reports", Path(args.reports))])
     table = read_reports(args.reports, text_column=args.text_column)
     if table.skipped_empty:
@@ -230,8 +246,10 @@ def cmd_label(args: argparse.Namespace) -> None:
         return pd.DataFrame({**ids, "Reports": table.texts, **columns})
 
     _write_table(frame(states), out)
-    if probabilities:
-        _write_table(frame(proba), probabilities)
+    if "--probabilities" in extra:
+        _write_table(frame(proba), extra["--probabilities"])
+    if "--evidence" in extra:
+        _write_table(labeler.predict_evidence(table.texts, table.ids), extra["--evidence"])
     _say(
         f"labelled {len(table)} reports in {time.perf_counter() - start:.2f} s -> {out}"
         " (1 positive, 0 negated, -1 uncertain, blank not mentioned)"
@@ -284,17 +302,27 @@ def cmd_experiment(args: argparse.Namespace) -> None:
     run_experiment([args.name, *args.args])
 
 
+class _Formatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Help that shows an option's default, unless it is None or the help already says it."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if action.default is None or "default" in text:
+            return text
+        return super()._get_help_string(action)
+
+
 class _Parser(argparse.ArgumentParser):
     """An argument parser whose help shows each option's default."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        kwargs.setdefault("formatter_class", argparse.ArgumentDefaultsHelpFormatter)
+        kwargs.setdefault("formatter_class", _Formatter)
         super().__init__(*args, **kwargs)
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``reportfed`` argument parser."""
-    parser = _Parser(prog="reportfed", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="reportfed", description=__doc__.splitlines()[0].replace("``", ""))
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     p = sub.add_parser("corpus", help="build a reports + labels table from a corpus")
@@ -327,6 +355,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--node", action="append", default=[], help="a site's reports table with label columns"
+    )
+    p.add_argument(
+        "--custom-labels",
+        default=None,
+        help="comma-separated columns to train as labels beyond the CheXpert and NIH-14 names "
+        "(two states when labelling: 1 or 0)",
     )
     p.add_argument("--iu", action="store_true", help="simulate sites on the IU corpus")
     p.add_argument("--archive", default=None, help="IU archive path (with --iu)")
@@ -384,6 +418,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--probabilities", default=None, help="also write per-label presence probabilities here"
+    )
+    p.add_argument(
+        "--evidence",
+        default=None,
+        help="also write why: a row per report and non-blank label (id, label, state, "
+        "probability, sentence, cue, source: text | model | rule)",
     )
     _embedder_args(p, choose=False)
     p.set_defaults(func=cmd_label)

@@ -16,6 +16,23 @@ def cache_dir() -> Path:
     return path
 
 
+#: the source checkout's cache folder, where reportfed runs from a checkout (an editable install)
+CHECKOUT_EMBEDDINGS = Path(__file__).resolve().parents[1] / "embeddings_cache"
+
+
 def embeddings_cache_dir() -> Path:
-    """Embedding cache directory (``$REPORTFED_EMBEDDINGS_CACHE`` or ``./embeddings_cache``)."""
-    return Path(os.environ.get("REPORTFED_EMBEDDINGS_CACHE", "embeddings_cache"))
+    """The embedding cache, the same from any working directory: ``$REPORTFED_EMBEDDINGS_CACHE``
+    (e.g. a team's shared folder), else the source checkout's ``embeddings_cache/`` when reportfed
+    runs from one, else ``embeddings`` in the user cache (:func:`cache_dir`)."""
+    chosen = os.environ.get("REPORTFED_EMBEDDINGS_CACHE")
+    if chosen:
+        return Path(chosen).expanduser()
+    if CHECKOUT_EMBEDDINGS.is_dir() and (CHECKOUT_EMBEDDINGS.parent / "pyproject.toml").is_file():
+        return CHECKOUT_EMBEDDINGS
+    return cache_dir() / "embeddings"
+
+
+def flwr_home() -> Path:
+    """Flower's home (``$FLWR_HOME``) for the processes reportfed starts:
+    ``$REPORTFED_FLWR_HOME`` or ``flwr-home`` in the user cache, never ``~/.flwr``."""
+    return Path(os.environ.get("REPORTFED_FLWR_HOME") or cache_dir() / "flwr-home")

@@ -27,7 +27,6 @@ from reportfed.aggregation import Arrays, GlobalState, flatten, node_arrays
 from reportfed.data.partition import split_rows
 from reportfed.errors import ReportfedError
 from reportfed.federation.flower.rounds import run_on_grid
-from reportfed.federation.flower.settings import FLOWER_DEFAULTS
 from reportfed.federation.flower.strategy import SurgicalAggregation
 from reportfed.federation.flower.wire import (
     ARRAYS,
@@ -180,8 +179,7 @@ server_app = ServerApp()
 def main(grid: Grid, context: Context) -> None:
     """Register the image nodes, run the rounds, write ``out/global.safetensors``."""
     run = dict(context.run_config)
-    defaults = {schema.dashed(name): value for name, value in FLOWER_DEFAULTS.items()}
-    config = schema.decode(ImageFederationConfig, {**defaults, **run})
+    config = schema.decode(ImageFederationConfig, run)
     out = Path(str(run.get("out", "vision-federation")))
 
     def init_fn(dim: int, labels: LabelSpace) -> tuple[Arrays, Arrays]:

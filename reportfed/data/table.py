@@ -15,6 +15,7 @@ from __future__ import annotations
 import csv
 import gzip
 import io
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -212,6 +213,7 @@ def read_reports(
     *,
     text_column: str | None = None,
     label_columns: list[str] | None = None,
+    custom_labels: Sequence[str] = (),
     uncertain: Uncertain = "zeros",
     blank: Blank = "negative",
     require_labels: bool = False,
@@ -228,6 +230,9 @@ def read_reports(
     label_columns:
         Label columns to read (any spelling; names outside the built-in vocabularies are kept as
         custom labels). By default every column whose name is a known label or alias.
+    custom_labels:
+        With the default ``label_columns``: columns read as labels too, where the table has them
+        (custom labels, outside the built-in vocabularies).
     uncertain:
         What ``-1`` becomes: ``"zeros"`` (default, as in the papers), ``"ones"`` or ``"ignore"``.
     blank:
@@ -259,8 +264,11 @@ def read_reports(
         raise InputFileError(f"{path}: no rows")
 
     if label_columns is None:
+        custom = set(custom_labels)
         label_columns = [
-            c for c in frame.columns if c != column and isinstance(c, str) and is_known(c)
+            c
+            for c in frame.columns
+            if c != column and isinstance(c, str) and (is_known(c) or c in custom)
         ]
     else:
         absent = [c for c in label_columns if c not in frame.columns]
@@ -272,7 +280,8 @@ def read_reports(
         others = [c for c in frame.columns if c != column]
         raise InputFileError(
             f"{path}: no label column matches a CheXpert or NIH-14 label or alias "
-            f"(other columns: {others}); name custom labels explicitly"
+            f"(other columns: {others}); name custom label columns explicitly "
+            "(reportfed train --custom-labels)"
         )
     try:
         space = LabelSpace.of(label_columns, allow_unknown=True)

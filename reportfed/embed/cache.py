@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import sys
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
@@ -96,12 +97,15 @@ def embed_texts(
     chunk_size: int = 512,
     progress: bool = True,
     counts: dict[str, int] | None = None,
+    unit: str = "text",
 ) -> np.ndarray:
     """Embed ``texts`` through the cache: only texts never embedded by this fingerprint are computed.
 
     Returns a float32 array ``(len(texts), dim)`` in the order of ``texts``. ``cache_dir=None``
     disables the cache. ``counts``, where given, receives how many distinct texts were embedded
-    (``"new"``) and how many came from the cache (``"cached"``).
+    (``"new"``) and how many came from the cache (``"cached"``). ``unit`` names a text in the
+    progress bar (``sentence``, ``report``). With ``progress``, the cache directory is
+    named on stderr the first time it holds this embedder's vectors.
     """
     keys = [text_key(t) for t in texts]
     cache = EmbeddingCache(cache_dir, embedder.fingerprint) if cache_dir is not None else None
@@ -116,9 +120,16 @@ def embed_texts(
         counts["new"] = len(todo)
         counts["cached"] = len(set(keys)) - len(todo)
     if todo:
+        if cache is not None and progress and not cache.dir.exists():
+            print(
+                f"reportfed: caching {embedder.fingerprint} embeddings in {cache.dir.parent.resolve()}"
+                " (REPORTFED_EMBEDDINGS_CACHE or --cache-dir to change)",
+                file=sys.stderr,
+                flush=True,
+            )
         pending = list(todo.items())
         with tqdm(
-            total=len(pending), desc="embedding", unit="report", disable=not progress, leave=False
+            total=len(pending), desc="embedding", unit=unit, disable=not progress, leave=False
         ) as bar:
             for start in range(0, len(pending), chunk_size):
                 chunk = pending[start : start + chunk_size]

@@ -43,8 +43,12 @@ def embed_reports(
     """Embeddings of ``texts`` at ``granularity``: ``(n, dim)`` or ``(n, S, dim)``; ``counts`` as
     in :func:`~reportfed.embed.cache.embed_texts` (texts are sentences at sentence level)."""
     if check_granularity(granularity) == "report":
-        return embed_texts(texts, embedder, cache_dir=cache_dir, progress=progress, counts=counts)
+        return embed_texts(
+            texts, embedder, cache_dir=cache_dir, progress=progress, counts=counts, unit="report"
+        )
     units = [report_units(t) for t in texts]
     flat = [u for us in units for u in us]
-    vectors = embed_texts(flat, embedder, cache_dir=cache_dir, progress=progress, counts=counts)
+    vectors = embed_texts(
+        flat, embedder, cache_dir=cache_dir, progress=progress, counts=counts, unit="sentence"
+    )
     return pad_units(vectors, [len(us) for us in units])

@@ -28,7 +28,9 @@ def _say(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def _tls(args: argparse.Namespace, option: str) -> Path | None:
+def _tls(args: argparse.Namespace, option: str, *, check: bool = True) -> Path | None:
+    """The TLS material an option names (a file, checked to exist unless ``check`` is false),
+    ``None`` with ``--insecure``."""
     value = getattr(args, option.replace("-", "_"))
     if args.insecure:
         if value:
@@ -39,12 +41,23 @@ def _tls(args: argparse.Namespace, option: str) -> Path | None:
             f"TLS is the default: give --{option} (see `reportfed federation certs`), "
             "or --insecure for a trial on a trusted network"
         )
-    return Path(value)
+    path = Path(value)
+    if check and not path.is_file():
+        raise ReportfedError(f"--{option}: no such file: {path}")
+    return path
 
 
-def _exec(cmd: list[str]) -> None:
+def _flower_env() -> dict[str, str]:
+    """This process's environment with Flower's home under reportfed's cache, so Flower writes
+    nothing to ``~/.flwr``."""
+    from reportfed.paths import flwr_home
+
+    return {**os.environ, "FLWR_HOME": str(flwr_home())}
+
+
+def _exec(cmd: list[str], env: dict[str, str]) -> None:
     _say("$ " + " ".join(cmd))
-    os.execvp(cmd[0], cmd)
+    os.execvpe(cmd[0], cmd, env)
 
 
 def cmd_certs(args: argparse.Namespace) -> None:
@@ -62,7 +75,7 @@ def cmd_server(args: argparse.Namespace) -> None:
     )
 
     check_port_free(args.host, args.port, "is a server already running? choose another --port")
-    directory = _tls(args, "certificates")
+    directory = _tls(args, "certificates", check=False)  # a directory: Certificates checks it
     try:
         certs = Certificates.in_dir(directory) if directory else None
     except FileNotFoundError as exc:
@@ -74,7 +87,8 @@ def cmd_server(args: argparse.Namespace) -> None:
             certificates=certs,
             insecure=args.insecure,
             database=Path(args.database) if args.database else None,
-        )
+        ),
+        _flower_env(),
     )
 
 
@@ -102,7 +116,6 @@ def cmd_node(args: argparse.Namespace) -> None:
     for key in ("embedder", "base_url", "lr"):
         if getattr(args, key) is not None:
             config[schema.dashed(key)] = getattr(args, key)
-    os.environ.update(SUPERNODE_ENV)
     _exec(
         supernode_command(
             superlink=args.superlink,
@@ -110,7 +123,8 @@ def cmd_node(args: argparse.Namespace) -> None:
             port=args.port,
             root_certificates=ca,
             insecure=args.insecure,
-        )
+        ),
+        {**_flower_env(), **SUPERNODE_ENV},
     )
 
 
@@ -121,16 +135,24 @@ def _run_config(args: argparse.Namespace) -> dict[str, schema.Scalar]:
 
 
 def cmd_run(args: argparse.Namespace) -> None:
-    from reportfed.federation.flower.launch import run_command, write_flwr_config
+    from reportfed.federation.flower.launch import (
+        run_command,
+        wait_for_server,
+        write_flwr_config,
+    )
     from reportfed.federation.flower.server_app import HISTORY_FILE, MODEL_FILE
-    from reportfed.paths import cache_dir
+    from reportfed.federation.flower.strategy import RELIABLE_ROWS
 
     ca = _tls(args, "root-certificates")
-    home = Path(os.environ.get("REPORTFED_FLWR_HOME", cache_dir() / "flwr-home"))
-    write_flwr_config(home, args.superlink, root_certificates=ca, insecure=args.insecure)
-    cmd = run_command(_run_config(args))
+    run_config = _run_config(args)
+    env = _flower_env()
+    write_flwr_config(
+        Path(env["FLWR_HOME"]), args.superlink, root_certificates=ca, insecure=args.insecure
+    )
+    wait_for_server(args.superlink, args.connect_timeout, say=_say)
+    cmd = run_command(run_config)
     _say("$ " + " ".join(cmd))
-    done = subprocess.run(cmd, env={**os.environ, "FLWR_HOME": str(home)}, check=False)
+    done = subprocess.run(cmd, env=env, check=False)
     if done.returncode != 0:
         raise ReportfedError(f"flwr run exited with {done.returncode} (its log is above)")
     out = Path(args.out)
@@ -142,9 +164,15 @@ def cmd_run(args: argparse.Namespace) -> None:
             f"{sorted(last.get('rejected', {}))}, failed {sorted(last.get('failed', {}))}"
         )
         if "evaluation" in last:
-            _say(
-                f"macro AUROC on the nodes' held-out rows: {last['evaluation']['macro-auroc']:.4f}"
-            )
+            evaluation = last["evaluation"]
+            _say(f"macro AUROC on the nodes' held-out rows: {evaluation['macro-auroc']:.4f}")
+            rows = evaluation.get("min-rows")
+            if rows is not None and rows < RELIABLE_ROWS:
+                _say(
+                    f"reportfed: warning: some label's AUROC rests on {rows} held-out rows "
+                    f"(< {RELIABLE_ROWS}): unreliable; give the nodes more rows or a larger "
+                    "--val-fraction"
+                )
     _say(f"global model: {out / MODEL_FILE}")
 
 
@@ -204,7 +232,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = cmds.add_parser("run", help="run federated training and wait for the global model")
     p.add_argument("--superlink", required=True, help="server address host:port")
     tls(p, "root-certificates", "CA certificate that signed the server's certificate")
-    schema.add_flags(p, FederationConfig)
+    p.add_argument(
+        "--connect-timeout",
+        type=float,
+        default=60.0,
+        help="seconds to wait for the server to accept connections (it may still be starting)",
+    )
+    schema.add_flags(p, FederationConfig, skip=FLOWER_DEFAULTS)  # fixed in a Flower run
     schema.add_flags(p, RunSettings)
     p.set_defaults(**FLOWER_DEFAULTS)
     p.set_defaults(func=cmd_run)

@@ -16,7 +16,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -212,6 +212,32 @@ def check_port_free(host: str, port: int, hint: str) -> None:
             s.bind((host, port))
         except OSError as exc:
             raise ReportfedError(f"{host}:{port} cannot be used ({exc.strerror}): {hint}") from None
+
+
+def wait_for_server(
+    address: str, timeout: float, *, say: Callable[[str], None] | None = None
+) -> None:
+    """Wait until ``address`` (``host:port``) accepts TCP connections: a server started a moment
+    ago may still be starting. Refuse a malformed address, and one that stays closed."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise ReportfedError(f"--superlink must be host:port, got {address!r}")
+    deadline = time.monotonic() + timeout
+    said = False
+    while True:
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), timeout=2.0):
+                return
+        except OSError as exc:
+            if time.monotonic() >= deadline:
+                raise ReportfedError(
+                    f"no server accepts connections at {address} after {timeout:g} s "
+                    f"({exc.strerror or exc}); is `reportfed federation server` running?"
+                ) from None
+        if say is not None and not said:
+            say(f"waiting up to {timeout:g} s for the server at {address}")
+            said = True
+        time.sleep(0.5)
 
 
 def free_port() -> int:

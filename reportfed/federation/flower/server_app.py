@@ -26,10 +26,11 @@ from flwr.supercore import log
 from reportfed import __version__, schema
 from reportfed.aggregation import Arrays, GlobalState
 from reportfed.config import FederationConfig
+from reportfed.errors import ConfigError
 from reportfed.federation.engine import initial_state
 from reportfed.federation.flower.history import RunHistory
 from reportfed.federation.flower.rounds import run_on_grid
-from reportfed.federation.flower.settings import RunSettings
+from reportfed.federation.flower.settings import FLOWER_DEFAULTS, RunSettings
 from reportfed.federation.flower.strategy import SurgicalAggregation
 from reportfed.federation.flower.wire import config_record, federation_config
 from reportfed.labels import LabelSpace
@@ -92,6 +93,11 @@ def main(grid: Grid, context: Context) -> None:
     """Register the nodes, run the remaining rounds, save the global model after each."""
     rc = dict(context.run_config)
     config = federation_config(rc)
+    for name, value in FLOWER_DEFAULTS.items():
+        if getattr(config, name) != value:
+            raise ConfigError(
+                f"a Flower run has {schema.dashed(name)} = {value!r} (got {getattr(config, name)!r})"
+            )
     settings = schema.decode(RunSettings, rc)
     out = Path(settings.out).expanduser().resolve()
     out.mkdir(parents=True, exist_ok=True)

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from reportfed.schema import setting
 from reportfed.sentences import GRANULARITY_HELP, Granularity
 
-#: Where a Flower run's hyperparameter defaults differ from the in-process engines': an invalid
-#: update (NaN, wrong shape) is dropped, since one hospital's fault must not end a federation.
-#: ``federation run --on-invalid raise`` stops the run at the first one instead.
+#: What a Flower run fixes among the hyperparameters: an invalid update (NaN, wrong shape) is
+#: dropped, since one hospital's fault must not end a federation (``SurgicalAggregation`` always
+#: drops; the app's run config declares it, and the ServerApp refuses another value).
 FLOWER_DEFAULTS = {"on_invalid": "drop"}
 
 

@@ -12,9 +12,8 @@ whole life (a resumed run goes on from its checkpoint's round). Flow of a run:
 2. Every round (:meth:`configure_train`), each registered, connected node receives the shared block
    and the rows of its own labels; nodes that connected since are registered first.
 3. :meth:`aggregate_train` turns replies into :class:`~reportfed.aggregation.NodeUpdate` and
-   steps the :class:`~reportfed.server.SurgicalServer`: error replies (a dead node) are logged
-   and left out, and so are NaN/Inf and wrong shapes under ``on_invalid="drop"`` (the default;
-   ``"raise"`` stops the run at the first); labels nobody sent keep their
+   steps the :class:`~reportfed.server.SurgicalServer` with ``on_invalid="drop"``: error replies
+   (a dead node), NaN/Inf and wrong shapes are logged and left out; labels nobody sent keep their
    last rows; a label a node brings in a later round joins the global model. Fewer than
    ``min_nodes`` accepted updates leave the global model unchanged for that round. Each round is
    recorded in a :class:`~reportfed.federation.flower.history.RunHistory`.
@@ -30,6 +29,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from logging import ERROR, INFO, WARNING
 
 import numpy as np
@@ -56,6 +56,10 @@ from reportfed.server import ServerOptions, SurgicalServer
 InitFn = Callable[[int, LabelSpace], tuple[Arrays, Arrays]]
 
 
+#: held-out rows under which a label's AUROC on the nodes is called unreliable
+RELIABLE_ROWS = 30
+
+
 class SurgicalAggregation(Strategy):
     """Surgical aggregation over Flower nodes with different label sets.
 
@@ -71,9 +75,8 @@ class SurgicalAggregation(Strategy):
         the first nodes to register.
     options:
         The server's rules (:class:`~reportfed.server.ServerOptions`), applied by a
-        :class:`~reportfed.server.SurgicalServer`. Without options an invalid update is dropped
-        (``on_invalid="drop"``, the Flower runs' default): one node's NaN must not end a
-        federation of hospitals.
+        :class:`~reportfed.server.SurgicalServer`. An invalid update is always dropped here
+        (``on_invalid="drop"``): one node's NaN must not end a federation of hospitals.
     evaluate_every:
         Evaluate on the nodes every this many rounds (and after the last); ``0`` only after the last.
     join_timeout:
@@ -96,7 +99,7 @@ class SurgicalAggregation(Strategy):
         self.init_fn = init_fn
         self.min_nodes = min_nodes
         self.registry = Registry(fingerprint, join_timeout)
-        self.options = options or ServerOptions(on_invalid="drop")
+        self.options = replace(options or ServerOptions(), on_invalid="drop")
         self.evaluate_every = evaluate_every
         self.last_round = 0
         self.thresholds: dict[str, float] = {}
@@ -307,8 +310,20 @@ class SurgicalAggregation(Strategy):
                 out[f"auroc/{label}"] = float(auc / n)
                 self.thresholds[label] = float(thr / n)
         out["macro-auroc"] = float(np.mean([v for k, v in out.items() if k.startswith("auroc/")]))
+        rows = {label: int(sums[label][0]) for label in self.labels if label in sums}
+        out["min-rows"] = min(rows.values())
         self.history.evaluated(server_round, out)
         log(INFO, "\t└──> evaluation of round %d: %s", server_round, out)
+        few = {label: n for label, n in rows.items() if n < RELIABLE_ROWS}
+        if few:
+            log(
+                WARNING,
+                "round %d: AUROC from fewer than %d held-out rows is unreliable: %s (sites with "
+                "more rows, or a larger --val-fraction on the nodes)",
+                server_round,
+                RELIABLE_ROWS,
+                few,
+            )
         return MetricRecord(out)
 
     def summary(self) -> None:
