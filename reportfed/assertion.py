@@ -23,9 +23,10 @@ still call the finding), scopes are clause-level rather than parsed, and double 
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from reportfed.sentences import findings_sentences
@@ -58,6 +59,7 @@ FINDINGS: dict[str, tuple[str, ...]] = {
         rf"nodul(?:e{_PL}|ar (?:opacit(?:y|ies)|densit(?:y|ies)|lesion{_PL}))",
         rf"(?:lung|pulmonary|lobe|hilar|parenchymal|cavitary|spiculated|soft tissue) mass{_PL}",
         rf"\bmass{_PL}\b",
+        r"\blumps?\b",
         rf"(?:lung|pulmonary|cavitary|parenchymal|lytic|focal) lesion{_PL}",
         r"neoplasm",
         r"tumou?r",
@@ -81,14 +83,14 @@ FINDINGS: dict[str, tuple[str, ...]] = {
         r"fluid overload",
         r"cephalization",
         r"kerley b?[- ]?lines",
-        r"vascular (?:engorgement|prominence|indistinctness)",
+        r"vascular (?:engorgement|prominence|indistinctness|redistribution)",
         r"indistinct(?:ness of the)? (?:pulmonary )?vascula(?:r|ture)",
     ),
     "Consolidation": (r"consolidat(?:ion|ions|ive|ed)",),
     "Pneumonia": (
         r"(?:broncho)?pneumonia",
         r"pneumonitis",
-        r"(?<!granulomatous )infectio(?:n|us process)",
+        r"(?<!granulomatous )infectio(?:n|us process|us)",
         r"aspiration",
     ),
     "Atelectasis": (
@@ -182,7 +184,8 @@ _NEGATION_AFTER = (
     r"\bremoved\b|(?:is|are) unlikely"
 )
 _UNCERTAIN_BEFORE = (
-    r"possibl[ey]|probabl[ey]|\blikely\b|questionabl[ey]|question of|may (?:\w+ )?(?:represent|be|reflect|"
+    r"possibl[ey]|possibility|potential(?:ly)?|presum(?:ed|ably)|probabl[ey]|\blikely\b|"
+    r"questionabl[ey]|question of|may (?:\w+ )?(?:represent|be|reflect|"
     r"indicate|have)|might|could (?:\w+ )?(?:represent|be|reflect|indicate)|suspicious for|suspicion for|"
     r"suspect(?:ed)?|concerning for|concern for|suggestive of|suggest(?:s|ing)?|worrisome for|"
     r"cannot (?:be )?(?:entirely |completely )?(?:exclude|rule out)|can ?not exclude|can't exclude|"
@@ -219,6 +222,32 @@ def _compile(patterns: Iterable[str]) -> re.Pattern[str]:
     return re.compile("|".join(rf"(?<![\w-])(?:{p})" for p in patterns), re.IGNORECASE)
 
 
+#: a cause offered with a hedge: what follows it is uncertain ("may be due to fluid overload")
+_HEDGED_CAUSE = re.compile(
+    r"(?:(?:may|might|could) (?:\w+ )?be|possibly|probably|likely|perhaps) "
+    r"(?:due|secondary|related) to\s+(?:\w+\s+){0,3}$",
+    re.IGNORECASE,
+)
+#: between two mentions: they are offered as alternatives ("atelectasis or pneumonia")
+_ALTERNATIVE = re.compile(r"^\s*,?\s*(?:and/)?or\s+(?:\w+\s+){0,2}$", re.IGNORECASE)
+#: label -> phrases that name a sign of the finding rather than the finding itself: a sign a
+#: hedged diagnosis explains is uncertain ("blunting ... may reflect an effusion"), while the
+#: finding itself stays present ("a lung mass, suspicious for malignancy")
+SIGNS: dict[str, str] = {
+    "Pleural Effusion": r"blunt(?:ing|ed)",
+    "Edema": r"vascular|congestion|cephalization|kerley",
+    "Atelectasis": r"volume loss",
+    "Lung Opacity": r"haz(?:y|iness)|interstitial|reticul",
+}
+#: between a sign and a diagnosis of the same finding: the diagnosis is offered as the sign's
+#: hedged explanation
+_HEDGED_LINK = re.compile(
+    r"\b(?:(?:may|might|could|likely|probably|possibly) (?:\w+ )?"
+    r"(?:represents?|reflects?|be|indicates?)|suggest(?:s|ive of|ing)|suspicious for|"
+    r"concerning for|worrisome for)\b",
+    re.IGNORECASE,
+)
+
 _FINDING_RE = {label: _compile(p) for label, p in FINDINGS.items()}
 _ANATOMY_RE = {label: _compile(p) for label, p in ANATOMY.items() if p}
 _NEG_BEFORE = re.compile(_NEGATION_BEFORE, re.IGNORECASE)
@@ -233,12 +262,15 @@ _BORDERLINE_RE = re.compile(rf"\b(?:{_BORDERLINE})\b", re.IGNORECASE)
 
 @dataclass(frozen=True)
 class Mention:
-    """One mention of ``label`` in sentence ``sentence`` (characters ``span``) and its state."""
+    """One mention of ``label`` in the report's ``sentence``-th read sentence (``text``,
+    characters ``span``), its state and the ``cue`` that set it ("" for a plain affirmation)."""
 
     label: str
     sentence: int
     span: tuple[int, int]
     assertion: Assertion
+    text: str = ""
+    cue: str = ""
 
 
 def has_lexicon(label: str) -> bool:
@@ -265,39 +297,79 @@ def _clause(sentence: str, start: int, end: int) -> tuple[int, int]:
 def _negation_before(before: str) -> bool:
     """A negation cue in ``before`` that is neither part of an uncertainty cue ("cannot exclude")
     nor a pseudo-negation ("no change in")."""
-    masked = _UNC_BEFORE.sub(" ", before)
-    return any(not _PSEUDO_RE.match(masked, m.end()) for m in _NEG_BEFORE.finditer(masked))
+    return bool(_negation_cue(before))
 
 
-def _assert(sentence: str, start: int, end: int) -> Assertion:
-    """The state of the mention at ``start:end`` from the cues in its clause."""
+def _negation_cue(before: str) -> str:
+    """The negation cue of ``before`` that :func:`_negation_before` finds ("" if none)."""
+    masked = _UNC_BEFORE.sub(lambda m: " " * len(m.group()), before)
+    cues = [m for m in _NEG_BEFORE.finditer(masked) if not _PSEUDO_RE.match(masked, m.end())]
+    return before[cues[-1].start() : cues[-1].end()] if cues else ""
+
+
+def _assert(sentence: str, start: int, end: int) -> tuple[Assertion, str]:
+    """The state of the mention at ``start:end`` from the cues in its clause, and the cue."""
     lo, hi = _clause(sentence, start, end)
     before, after = sentence[lo:start], sentence[end:hi]
-    if _UNC_AFTER.search(after):
-        return "uncertain"
-    if _negation_before(before) or _NEG_AFTER.search(after):
-        return "negated"
-    if _UNC_BEFORE.search(before):
-        return "uncertain"
-    return "affirmed"
+    if cue := _UNC_AFTER.search(after):
+        return "uncertain", cue.group().strip()
+    if negation := _negation_cue(before):
+        return "negated", negation
+    if cue := _NEG_AFTER.search(after):
+        return "negated", cue.group().strip()
+    if cue := _UNC_BEFORE.search(before) or _HEDGED_CAUSE.search(sentence[:start]):
+        return "uncertain", cue.group().strip()
+    return "affirmed", ""
 
 
-def _anatomy_state(sentence: str, start: int, end: int) -> Assertion | None:
+def _anatomy_state(sentence: str, start: int, end: int) -> tuple[Assertion, str] | None:
     """State of an anatomy mention from the normal / abnormal words of its clause ("heart size is
-    normal": negated, "the heart is enlarged": affirmed), or ``None`` when it says neither."""
+    normal": negated, "the heart is enlarged": affirmed) and that word, or ``None`` when it says
+    neither."""
     lo, hi = _clause(sentence, start, end)
     clause = sentence[lo:hi]
-    if _BORDERLINE_RE.search(clause):
-        return "uncertain"
+    if borderline := _BORDERLINE_RE.search(clause):
+        return "uncertain", borderline.group()
     chunk_lo = sentence.rfind(",", lo, start) + 1
     chunk_hi = sentence.find(",", end, hi)
     chunk = sentence[max(lo, chunk_lo) : chunk_hi if chunk_hi >= 0 else hi]
     abnormal = _ABNORMAL_RE.search(chunk)
     if abnormal and not _negation_before(chunk[: abnormal.start()]):
-        return "uncertain" if _assert(sentence, start, end) == "uncertain" else "affirmed"
-    if abnormal or _NORMAL_RE.search(clause):
-        return "negated"
+        state, cue = _assert(sentence, start, end)
+        return ("uncertain", cue) if state == "uncertain" else ("affirmed", abnormal.group())
+    if abnormal:
+        return "negated", _negation_cue(chunk[: abnormal.start()]) + " " + abnormal.group()
+    if normal := _NORMAL_RE.search(clause):
+        return "negated", normal.group()
     return None
+
+
+def _hedged(sentence: str, mentions: list[Mention]) -> list[Mention]:
+    """Affirmed mentions made uncertain by their neighbours in ``sentence``: one of two findings
+    offered as alternatives ("atelectasis or pneumonia"), and a sign (:data:`SIGNS`) that a
+    hedged diagnosis of the same finding explains ("blunting ... may reflect a small effusion")."""
+    ordered = sorted(mentions, key=lambda m: m.span)
+    hedged: dict[int, str] = {}  # id of a mention -> the words that hedge it
+    for a, b in itertools.pairwise(ordered):
+        between = sentence[a.span[1] : b.span[0]]
+        if a.label != b.label and _ALTERNATIVE.match(between):
+            hedged[id(a)] = hedged[id(b)] = between.strip(" ,")
+    for a in ordered:
+        for b in ordered:
+            if a.label != b.label or b.span[0] < a.span[1] or b.assertion != "uncertain":
+                continue
+            between = sentence[a.span[1] : b.span[0]]
+            sign = SIGNS.get(a.label)
+            is_sign = sign is not None and re.search(sign, sentence[slice(*a.span)], re.I)
+            link = _HEDGED_LINK.search(between)
+            if is_sign and link and not re.search(r"[;.]", between):
+                hedged[id(a)] = link.group()
+    return [
+        replace(m, assertion="uncertain", cue=hedged[id(m)])
+        if id(m) in hedged and m.assertion == "affirmed"
+        else m
+        for m in ordered
+    ]
 
 
 def find_mentions(text: str, labels: Iterable[str] | None = None) -> list[Mention]:
@@ -305,28 +377,40 @@ def find_mentions(text: str, labels: Iterable[str] | None = None) -> list[Mentio
     wanted = [lab for lab in (labels if labels is not None else FINDINGS) if lab in FINDINGS]
     out: list[Mention] = []
     for i, sentence in enumerate(findings_sentences(text)):
+        found: list[Mention] = []
         for label in wanted:
             spans = [m.span() for m in _FINDING_RE[label].finditer(sentence)]
-            out += [Mention(label, i, s, _assert(sentence, *s)) for s in spans]
+            for span in spans:
+                state, cue = _assert(sentence, *span)
+                found.append(Mention(label, i, span, state, text=sentence, cue=cue))
             if spans or label not in _ANATOMY_RE:
                 continue
             for m in _ANATOMY_RE[label].finditer(sentence):
-                state = _anatomy_state(sentence, *m.span())
-                if state is not None:
-                    out.append(Mention(label, i, m.span(), state))
+                said = _anatomy_state(sentence, *m.span())
+                if said is not None:
+                    found.append(Mention(label, i, m.span(), said[0], text=sentence, cue=said[1]))
                     break
+        out += _hedged(sentence, found)
+    return out
+
+
+def decisive_mentions(text: str, labels: Iterable[str]) -> dict[str, Mention | None]:
+    """Per label, the mention that decides the report's state as the CheXpert labeler aggregates
+    them (the first affirmed one, else the first uncertain, else the first negated), or ``None``
+    (not mentioned)."""
+    labels = list(labels)
+    mentions = find_mentions(text, labels)
+    out: dict[str, Mention | None] = {}
+    for lab in labels:
+        own = [m for m in mentions if m.label == lab]
+        out[lab] = next((m for state in _PRECEDENCE for m in own if m.assertion == state), None)
     return out
 
 
 def report_assertions(text: str, labels: Iterable[str]) -> dict[str, Assertion | None]:
     """Per label, the report's state: affirmed if any mention is, else uncertain if any is, else
     negated if any is, else ``None`` (not mentioned)."""
-    labels = list(labels)
-    found: dict[str, set[Assertion]] = {lab: set() for lab in labels}
-    for m in find_mentions(text, labels):
-        found[m.label].add(m.assertion)
-    out: dict[str, Assertion | None] = {}
-    for lab in labels:
-        states = found[lab]
-        out[lab] = next((s for s in _PRECEDENCE if s in states), None)
-    return out
+    return {
+        lab: None if m is None else m.assertion
+        for lab, m in decisive_mentions(text, labels).items()
+    }

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from reportfed import __version__
 from reportfed.aggregation import GlobalState, node_arrays
@@ -26,15 +27,17 @@ from reportfed.errors import ConfigError, ModelFileError, ReportfedError, Report
 from reportfed.federation.engine import FederationConfig, Node, run_federation
 from reportfed.labels import LabelSpace
 from reportfed.metrics import f1_thresholds
-from reportfed.model import global_model, predict_state
+from reportfed.model import decisive_sentences, global_model, predict_state
 from reportfed.model_file import ModelFile, read_model, write_model
 from reportfed.paths import embeddings_cache_dir
 from reportfed.schema import architecture, architecture_fields
-from reportfed.sentences import Granularity, check_granularity
-from reportfed.states import chexpert_states
+from reportfed.sentences import Granularity, check_granularity, report_units
+from reportfed.states import NO_FINDING, chexpert_states, explain_states
 
 #: reports embedded and scored at once by :meth:`ReportLabeler.predict_proba` (bounds memory)
 PREDICT_CHUNK = 2048
+#: the columns of :meth:`ReportLabeler.predict_evidence` (and of ``reportfed label --evidence``)
+EVIDENCE_COLUMNS = ("id", "label", "state", "probability", "sentence", "cue", "source")
 
 
 class ReportLabeler:
@@ -330,6 +333,44 @@ class ReportLabeler:
         ``proba`` reuses probabilities already computed for ``texts``."""
         proba = self.predict_proba(texts) if proba is None else proba
         return chexpert_states(texts, proba, list(self.classes_), self.thresholds_)
+
+    def predict_evidence(
+        self, texts: Sequence[str], ids: Sequence[str] | None = None
+    ) -> pd.DataFrame:
+        """Why each state is what it is: one row per report and non-blank label, in report then
+        label order, with columns :data:`EVIDENCE_COLUMNS`: the report's ``id`` (``ids``, else
+        its position), ``label``, ``state``, the model's ``probability``, the ``sentence`` that
+        decided it and the ``cue`` (negation or uncertainty words, the normal or abnormal word of
+        an anatomy phrase; "" for a plain mention), and its ``source``: ``text`` (a mention
+        decided), ``model`` (no mention; the model's score, its sentence the one max pooling
+        took, the whole report at report granularity) or ``rule`` (No Finding)."""
+        ids = [str(i) for i in range(len(texts))] if ids is None else [str(i) for i in ids]
+        if len(ids) != len(texts):
+            raise ReportfedError(f"{len(ids)} ids for {len(texts)} reports")
+        names = list(self.classes_)
+        rows: list[tuple[str, str, float, float, str, str, str]] = []
+        for start in range(0, len(texts), PREDICT_CHUNK):
+            chunk = list(texts[start : start + PREDICT_CHUNK])
+            proba = self.predict_proba(chunk)
+            x = self.embed(chunk)
+            top = decisive_sentences(self.state_, x, self.config) if x.ndim == 3 else None
+            states, decided = explain_states(chunk, proba, names, self.thresholds_)
+            for i, text in enumerate(chunk):
+                units = report_units(text) if top is not None else [text]
+                for c, name in enumerate(names):
+                    if np.isnan(states[i, c]):
+                        continue
+                    mention = decided[i].get(name)
+                    if mention is not None:
+                        why = (mention.text, mention.cue, "text")
+                    elif name == NO_FINDING:
+                        why = ("", "", "rule")
+                    else:
+                        why = (units[int(top[i, c]) if top is not None else 0], "", "model")
+                    rows.append(
+                        (ids[start + i], name, float(states[i, c]), float(proba[i, c]), *why)
+                    )
+        return pd.DataFrame(rows, columns=list(EVIDENCE_COLUMNS))
 
     # -- persistence -------------------------------------------------------------------------
     def save(self, path: str | Path) -> Path:

@@ -75,15 +75,21 @@ def sentence_mask(x: torch.Tensor) -> torch.Tensor:
     return (x != 0).any(-1)
 
 
-def pool_sentences(score: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor) -> torch.Tensor:
-    """Per report and label, the largest logit over the report's sentences (multiple-instance
-    learning with max pooling): a report shows a finding if one of its sentences does. Only the
-    real sentences of ``x`` ``(n, S, dim)`` are scored; a report without any gets ``-inf``."""
+def sentence_logits(score: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor) -> torch.Tensor:
+    """Logits ``(n, S, labels)`` of each sentence of bags ``x`` ``(n, S, dim)``; only the real
+    sentences are scored, padding gets ``-inf``."""
     mask = sentence_mask(x)
     logits = score(x[mask])
     out = logits.new_full((*mask.shape, logits.shape[-1]), float("-inf"))
     out[mask] = logits
-    return out.amax(dim=1)
+    return out
+
+
+def pool_sentences(score: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor) -> torch.Tensor:
+    """Per report and label, the largest logit over the report's sentences (multiple-instance
+    learning with max pooling): a report shows a finding if one of its sentences does. Only the
+    real sentences of ``x`` ``(n, S, dim)`` are scored; a report without any gets ``-inf``."""
+    return sentence_logits(score, x).amax(dim=1)
 
 
 def to_arrays(
@@ -140,3 +146,12 @@ def predict_state(state: GlobalState, x: np.ndarray, config: FederationConfig) -
     """Probabilities of the model with weights ``state`` on embeddings ``x``."""
     model = global_model(state, x.shape[-1], config)
     return predict_proba(model, torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)))
+
+
+@torch.inference_mode()
+def decisive_sentences(state: GlobalState, x: np.ndarray, config: FederationConfig) -> np.ndarray:
+    """Per report and label ``(n, labels)``, the index of the sentence whose logit max pooling
+    takes (the sentence behind the presence probability) in sentence bags ``x``."""
+    model = global_model(state, x.shape[-1], config)
+    bags = torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32))
+    return sentence_logits(model.score, bags).argmax(dim=1).numpy()

@@ -55,25 +55,63 @@ _CONTEXT_SECTIONS = re.compile(
     r"exam|procedure|clinical)\b",
     re.IGNORECASE,
 )
+#: sub-headers naming the anatomy a finding is about: they start the study's description (a
+#: context section ends there) and stay in their sentence ("Heart: normal size" is about the heart)
+_ANATOMY = re.compile(
+    r"(?<![A-Za-z])((?i:(?:lines(?:,| and| &|/) ?tubes|tubes(?:,| and| &|/) ?lines|lines|tubes|"
+    r"support devices|devices|lungs?|lungs and pleura|heart(?: and mediastinum)?|heart size|"
+    r"mediastinum|cardiac|cardiomediastinal(?: silhouette)?|hila|hilar|pleura|pleural(?: spaces?)?|"
+    r"bones?|osseous(?: structures)?|skeletal|soft tissues?|airways?|upper abdomen|abdomen|"
+    r"diaphragms?)):)(?=\s|$)"
+)
+#: title lines: a banner or the study's name, no sentence ("FINAL REPORT", "PORTABLE AP CHEST")
+_TITLE = re.compile(
+    r"^\s*(?:(?:FINAL|PRELIMINARY|ADDENDUM|REPORT|PORTABLE|AP|PA|UPRIGHT|SUPINE|SEMI-UPRIGHT|"
+    r"LATERAL|AND|FRONTAL|SINGLE|ONE|TWO|VIEWS?|CHEST|RADIOGRAPHS?|X-RAY|XRAY|CXR|STUDY|"
+    r"EXAMINATION|EXAM|OF|THE|\(|\)|,|&|-)\s*)+$"
+)
+#: a request, not a finding ("Assess for effusion.", "Evaluation for pneumonia"): never read as
+#: what the study shows
+_REQUEST = re.compile(
+    r"^(?:please |to )?(?:assess(?:ment)?|evaluat(?:e|ion)|eval|rule out|r/o|check|look|screen)"
+    r"\b(?! (?:is|was|shows?|demonstrates?)\b)",
+    re.IGNORECASE,
+)
 _END = re.compile(r"[.!?;]+(?=\s|$)")
 _WORDS = re.compile(r"\S+")
 
 
+def _is_context(section: str) -> bool:
+    """Whether ``section`` (a header) gives the study's context, not what it shows."""
+    return bool(_CONTEXT_SECTIONS.match(section.strip()))
+
+
 def _segments(text: str) -> list[tuple[str, str]]:
-    """Split on blank lines, section headers and list numbers (boundaries that need no period),
-    dropping the headers and numbers themselves: ``(section, text)`` pairs, ``section`` the last
-    header before the text ("" before any). A single newline is a wrapped line, not a break."""
+    """Split on blank lines, section headers, anatomic sub-headers and list numbers (boundaries
+    that need no period), dropping the headers, title lines and numbers themselves: ``(section,
+    text)`` pairs, ``section`` the header the text is under ("" before any). A single newline is a
+    wrapped line, not a break. A context section (indication, history, comparison, technique)
+    ends at a blank line or an anatomic sub-header: the findings that follow it often have no
+    header of their own."""
     parts: list[tuple[str, str]] = []
     section = ""
     for block in re.split(r"\n\s*\n", text):
+        block = "\n".join(line for line in block.split("\n") if not _TITLE.match(line))
+        if _is_context(section):
+            section = ""
         cuts = sorted(
-            [(m.span(), m.group(1)) for m in _HEADER.finditer(block)]
-            + [(m.span(), None) for m in _NUMBERED.finditer(block)]
+            [(m.span(), m.group(1), False) for m in _HEADER.finditer(block)]
+            + [(m.span(), m.group(1), True) for m in _ANATOMY.finditer(block)]
+            + [(m.span(), None, False) for m in _NUMBERED.finditer(block)]
         )
         pos = 0
-        for (a, b), header in cuts:
-            if a >= pos:
-                parts.append((section, block[pos:a]))
+        for (a, b), header, anatomy in cuts:
+            if a < pos:
+                continue
+            parts.append((section, block[pos:a]))
+            if anatomy or (header and _ANATOMY.fullmatch(header + ":")):
+                section, pos = ("" if _is_context(section) else section), a  # keep the words
+            else:
                 section, pos = header or section, b
         parts.append((section, block[pos:]))
     return parts
@@ -117,10 +155,16 @@ def split_sentences(text: str) -> list[str]:
 
 def findings_sentences(text: str) -> list[str]:
     """The sentences that describe the study: all but those of context sections (indication,
-    history, comparison, technique, examination); every sentence if that leaves none."""
+    history, comparison, technique, examination) and requests ("Assess for effusion."); if that
+    leaves none, every sentence but the requests and questions."""
     pairs = split_sections(text)
-    kept = [s for section, s in pairs if not _CONTEXT_SECTIONS.match(section.strip())]
-    return kept or [s for _, s in pairs]
+    kept = [s for section, s in pairs if not _is_context(section) and not _request(s)]
+    return kept or [s for _, s in pairs if not _request(s) and not s.rstrip().endswith("?")]
+
+
+def _request(sentence: str) -> bool:
+    """A request for what to look at, not a finding ("Evaluate for pneumonia", "r/o effusion")."""
+    return bool(_REQUEST.match(sentence))
 
 
 def check_granularity(granularity: str) -> Granularity:
@@ -144,6 +188,10 @@ def windows(sentence: str, max_words: int = MAX_WORDS, overlap: int = OVERLAP) -
 
 def report_units(text: str) -> list[str]:
     """What the sentence-level model reads of a report: its :func:`findings_sentences`, long
-    ones windowed. Never empty."""
+    ones windowed; ``[""]`` when its only sentences are requests ("Assess for effusion."), the
+    whole text when it has no sentence at all. Never empty."""
     units = [w for s in findings_sentences(text) for w in windows(s)]
-    return units or [" ".join(text.split())]
+    if units:
+        return units
+    # sentences that are all requests or questions show nothing: an empty unit, never the request
+    return [""] if split_sections(text) else [" ".join(text.split())]

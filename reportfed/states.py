@@ -27,7 +27,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from reportfed.assertion import has_lexicon, report_assertions
+from reportfed.assertion import Mention, decisive_mentions, has_lexicon
 
 NO_FINDING = "No Finding"
 #: findings that do not rule out "No Finding"
@@ -41,6 +41,14 @@ def chexpert_states(
     texts: Sequence[str], proba: np.ndarray, labels: Sequence[str], thresholds: np.ndarray
 ) -> np.ndarray:
     """``(len(texts), len(labels))`` states: 1.0, 0.0, -1.0 or NaN (see the module docstring)."""
+    return explain_states(texts, proba, labels, thresholds)[0]
+
+
+def explain_states(
+    texts: Sequence[str], proba: np.ndarray, labels: Sequence[str], thresholds: np.ndarray
+) -> tuple[np.ndarray, list[dict[str, Mention | None]]]:
+    """The states of :func:`chexpert_states`, and per report the mention that decided each
+    lexicon label (``None``: no mention; the model or nothing decided)."""
     if proba.shape != (len(texts), len(labels)):
         raise ValueError(f"proba has shape {proba.shape}, expected ({len(texts)}, {len(labels)})")
     present = proba >= np.asarray(thresholds)
@@ -49,16 +57,18 @@ def chexpert_states(
     lexical = [c for c, name in enumerate(labels) if has_lexicon(name)]
     other = [c for c, name in enumerate(labels) if not has_lexicon(name) and name != NO_FINDING]
     out[:, other] = present[:, other]
+    decided = []
     for i, text in enumerate(texts):
-        said = report_assertions(text, [labels[c] for c in lexical])
+        mentions = decisive_mentions(text, [labels[c] for c in lexical])
         for c in lexical:
-            state = said[labels[c]]
-            if state is not None:
-                out[i, c] = _STATE[state]
+            mention = mentions[labels[c]]
+            if mention is not None:
+                out[i, c] = _STATE[mention.assertion]
             elif unmentioned_present[i, c]:
                 out[i, c] = 1.0
+        decided.append(mentions)
     if NO_FINDING in labels:
         disease = [c for c, name in enumerate(labels) if name not in NOT_DISEASE]
         findings = np.isin(out[:, disease], (1.0, -1.0)).any(axis=1)
         out[:, list(labels).index(NO_FINDING)] = np.where(findings, np.nan, 1.0)
-    return out
+    return out, decided

@@ -15,6 +15,11 @@ from reportfed.labeler import ReportLabeler
 from .conftest import shared_file
 
 SUITE = Path(__file__).with_name("data") / "behaviour.csv"
+LAYOUTS = Path(__file__).with_name("data") / "layouts.csv"
+#: share of right states per layout (tests/data/make_layout_suite.py), set from what the default
+#: model reaches (all 1.0 on 2026-11-24; before section scope followed the layout, "mimic
+#: paragraphs" was 0.0) with room for a few reports
+LAYOUT_FLOOR = 0.95
 #: share of right states per category, set from what the default model reaches (all 1.0 on
 #: 2026-11-22) with room for a few reports
 FLOORS = {
@@ -28,10 +33,13 @@ FLOORS = {
 
 
 @pytest.fixture(scope="module")
-def default_labeler(embeddings_cache) -> ReportLabeler:  # type: ignore[no-untyped-def]
+def default_labeler(embeddings_cache, tmp_path_factory) -> ReportLabeler:  # type: ignore[no-untyped-def]
+    """The default model, built by this code into a cache of its own (never the user's)."""
     from reportfed.default_model import load_default_model
 
-    labeler = load_default_model(cache_dir=embeddings_cache, say=lambda _: None)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("REPORTFED_CACHE_DIR", str(tmp_path_factory.mktemp("default-model")))
+        labeler = load_default_model(cache_dir=embeddings_cache, say=lambda _: None)
     labeler.progress = False
     return labeler
 
@@ -43,19 +51,89 @@ def _same(got: float, want: str) -> bool:
 def test_behaviour_suite_floors(default_labeler: ReportLabeler) -> None:
     suite = pd.read_csv(SUITE, keep_default_na=False)
     assert len(suite) >= 400 and set(suite["category"]) == set(FLOORS)
-    states = default_labeler.predict_states(list(suite["report"]))
-    names = list(default_labeler.classes_)
+    shares = _shares(default_labeler, suite, "category")
+    assert all(shares[c] >= FLOORS[c] for c in FLOORS), shares
+
+
+def _shares(labeler: ReportLabeler, suite: pd.DataFrame, group: str) -> dict[str, float]:
+    """Per group, the share of judged (report, label) states the labeler gets right."""
+    states = labeler.predict_states(list(suite["report"]))
+    names = list(labeler.classes_)
     right: Counter[str] = Counter()
     total: Counter[str] = Counter()
-    for i, (category, expected) in enumerate(
-        zip(suite["category"], suite["expected"], strict=True)
-    ):
+    for i, (key, expected) in enumerate(zip(suite[group], suite["expected"], strict=True)):
         for pair in expected.split(";"):
             label, want = pair.split("=")
-            right[category] += _same(states[i, names.index(label)], want)
-            total[category] += 1
-    shares = {c: right[c] / total[c] for c in total}
-    assert all(shares[c] >= FLOORS[c] for c in FLOORS), shares
+            right[key] += _same(states[i, names.index(label)], want)
+            total[key] += 1
+    return {k: right[k] / total[k] for k in total}
+
+
+def test_layout_suite_floors(default_labeler: ReportLabeler) -> None:
+    suite = pd.read_csv(LAYOUTS, keep_default_na=False)
+    assert len(suite) >= 200 and suite["layout"].nunique() >= 10
+    shares = _shares(default_labeler, suite, "layout")
+    assert all(v >= LAYOUT_FLOOR for v in shares.values()), shares
+
+
+@pytest.mark.parametrize(
+    ("report", "expected"),
+    [
+        (
+            "FINAL REPORT\nPORTABLE CHEST\n\nREASON FOR EXAM: Shortness of breath.\n\n"
+            "Moderate left pleural effusion has increased. No pneumothorax. The heart is enlarged.",
+            {"Pleural Effusion": 1.0, "Pneumothorax": 0.0, "Cardiomegaly": 1.0},
+        ),
+        (
+            "REASON FOR EXAMINATION: Assess for effusion.\n\nNo evidence of pleural effusion. "
+            "Heart size top normal.",
+            {"Pleural Effusion": 0.0, "Cardiomegaly": -1.0},
+        ),
+        ("INDICATION: Assess for effusion.", {"Pleural Effusion": np.nan}),
+    ],
+)
+def test_findings_after_a_context_paragraph_are_read(
+    default_labeler: ReportLabeler, report: str, expected: dict[str, float]
+) -> None:
+    states = default_labeler.predict_states([report])[0]
+    names = list(default_labeler.classes_)
+    got = {label: states[names.index(label)] for label in expected}
+    np.testing.assert_array_equal(list(got.values()), list(expected.values()))
+
+
+def test_evidence_names_the_sentence_and_cue_behind_each_state(
+    default_labeler: ReportLabeler,
+) -> None:
+    reports = [
+        "FINDINGS: Heart size is normal. Blunting of the left costophrenic angle may reflect a "
+        "small effusion.\n\nIMPRESSION: No pneumothorax.",
+        "Increased density in the lingula.",
+    ]
+    evidence = default_labeler.predict_evidence(reports, ids=["a", "b"])
+    states = default_labeler.predict_states(reports)
+    names = list(default_labeler.classes_)
+    # one row per report and non-blank state, in report then label order, equal to the states
+    expected = [(rid, n) for rid, row in zip("ab", states, strict=True)
+                for n, v in zip(names, row, strict=True) if not np.isnan(v)]  # fmt: skip
+    assert list(zip(evidence["id"], evidence["label"], strict=True)) == expected
+    rows = evidence.set_index(["id", "label"])
+    assert tuple(rows.loc[("a", "Cardiomegaly"), ["state", "cue", "source"]]) == (
+        0.0,
+        "normal",
+        "text",
+    )
+    effusion = rows.loc[("a", "Pleural Effusion")]
+    assert (effusion["state"], effusion["cue"]) == (-1.0, "may reflect")
+    assert effusion["sentence"].startswith("Blunting of the left costophrenic angle")
+    assert tuple(rows.loc[("a", "Pneumothorax"), ["state", "cue"]]) == (0.0, "No")
+    proba = default_labeler.predict_proba(reports)
+    np.testing.assert_allclose(
+        [rows.loc[(r, n), "probability"] for r, n in expected],
+        [proba["ab".index(r), names.index(n)] for r, n in expected],
+        rtol=1e-6,
+    )
+    model_rows = evidence[evidence["source"] == "model"]
+    assert set(model_rows["sentence"]) <= {"Increased density in the lingula."}
 
 
 def test_the_chexpert_labelers_own_samples(default_labeler: ReportLabeler) -> None:

@@ -72,3 +72,44 @@ def test_context_sections_are_not_read() -> None:
     said = report_assertions(text, ["Pneumonia", "Lung Lesion"])
     assert said == {"Pneumonia": "negated", "Lung Lesion": "affirmed"}
     assert findings_sentences("INDICATION: Cough.") == ["Cough."]  # nothing else to read
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a context paragraph ends at the blank line: the findings after it have no header
+        (
+            "FINAL REPORT\nPORTABLE CHEST\n\nREASON FOR EXAM: Shortness of breath.\n\n"
+            "Moderate left pleural effusion has increased. No pneumothorax. The heart is enlarged.",
+            [
+                "Moderate left pleural effusion has increased.",
+                "No pneumothorax.",
+                "The heart is enlarged.",
+            ],
+        ),
+        (
+            "REASON FOR EXAMINATION: Assess for effusion.\n\nNo evidence of pleural effusion. "
+            "Heart size top normal.",
+            ["No evidence of pleural effusion.", "Heart size top normal."],
+        ),
+        # a context header's own paragraph stays context, across a wrapped line
+        ("HISTORY: Cough,\nfever.\n\nLungs are clear.", ["Lungs are clear."]),
+        # anatomic sub-headers start findings and keep their word; banners are no sentence
+        (
+            "COMPARISON: None.\nLungs: clear\nHEART: Normal size.\nLines and tubes: ET tube 4 cm.",
+            ["Lungs: clear", "HEART: Normal size.", "Lines and tubes: ET tube 4 cm."],
+        ),
+        (
+            "WET READ: No pneumothorax.\n\nFINAL REPORT\n\nFINDINGS: Clear.",
+            ["No pneumothorax.", "Clear."],
+        ),
+        # the fallback reads everything but a request or a question
+        ("INDICATION: Assess for effusion.", []),
+        ("HISTORY: Evaluate for pneumonia. ?pneumothorax?", []),
+        ("Evaluation for pneumonia. Lungs are clear.", ["Lungs are clear."]),
+    ],
+)
+def test_sections_follow_the_layout(text: str, expected: list[str]) -> None:
+    from reportfed.sentences import findings_sentences
+
+    assert findings_sentences(text) == expected
