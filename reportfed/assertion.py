@@ -208,12 +208,14 @@ _PSEUDO = (
 #: words that end a cue's scope
 _TERMINATORS = re.compile(
     r"\b(?:but|however|although|though|except|whereas|which|yet|aside from|apart from|"
-    r"otherwise|while|given|due to|secondary to|related to|because|representing|with)\b|[;:]"
+    r"otherwise|while|given|due to|secondary to|related to|because|representing|with)\b|[;:]",
+    re.IGNORECASE,
 )
 #: a comma followed by these starts a new finding, ending the scope
 _NEW_CLAUSE = re.compile(
     r",\s*(?:and\s+)?(?:there|with|likely|probably|possibly|possible|questionable|suspected|no|"
-    r"without|which|but|however|although)\b"
+    r"without|which|but|however|although)\b",
+    re.IGNORECASE,
 )
 
 
@@ -230,24 +232,6 @@ _HEDGED_CAUSE = re.compile(
 )
 #: between two mentions: they are offered as alternatives ("atelectasis or pneumonia")
 _ALTERNATIVE = re.compile(r"^\s*,?\s*(?:and/)?or\s+(?:\w+\s+){0,2}$", re.IGNORECASE)
-#: label -> phrases that name a sign of the finding rather than the finding itself: a sign a
-#: hedged diagnosis explains is uncertain ("blunting ... may reflect an effusion"), while the
-#: finding itself stays present ("a lung mass, suspicious for malignancy")
-SIGNS: dict[str, str] = {
-    "Pleural Effusion": r"blunt(?:ing|ed)",
-    "Edema": r"vascular|congestion|cephalization|kerley",
-    "Atelectasis": r"volume loss",
-    "Lung Opacity": r"haz(?:y|iness)|interstitial|reticul",
-}
-#: between a sign and a diagnosis of the same finding: the diagnosis is offered as the sign's
-#: hedged explanation
-_HEDGED_LINK = re.compile(
-    r"\b(?:(?:may|might|could|likely|probably|possibly) (?:\w+ )?"
-    r"(?:represents?|reflects?|be|indicates?)|suggest(?:s|ive of|ing)|suspicious for|"
-    r"concerning for|worrisome for)\b",
-    re.IGNORECASE,
-)
-
 _FINDING_RE = {label: _compile(p) for label, p in FINDINGS.items()}
 _ANATOMY_RE = {label: _compile(p) for label, p in ANATOMY.items() if p}
 _NEG_BEFORE = re.compile(_NEGATION_BEFORE, re.IGNORECASE)
@@ -345,25 +329,17 @@ def _anatomy_state(sentence: str, start: int, end: int) -> tuple[Assertion, str]
 
 
 def _hedged(sentence: str, mentions: list[Mention]) -> list[Mention]:
-    """Affirmed mentions made uncertain by their neighbours in ``sentence``: one of two findings
-    offered as alternatives ("atelectasis or pneumonia"), and a sign (:data:`SIGNS`) that a
-    hedged diagnosis of the same finding explains ("blunting ... may reflect a small effusion")."""
+    """Affirmed mentions of two findings offered as alternatives ("atelectasis or pneumonia")
+    made uncertain; after a negation or a pseudo-negation ("no change in pneumothorax or
+    effusion") the ``or`` joins a list instead."""
     ordered = sorted(mentions, key=lambda m: m.span)
     hedged: dict[int, str] = {}  # id of a mention -> the words that hedge it
     for a, b in itertools.pairwise(ordered):
         between = sentence[a.span[1] : b.span[0]]
-        if a.label != b.label and _ALTERNATIVE.match(between):
+        lo, _ = _clause(sentence, *a.span)
+        listed = _NEG_BEFORE.search(sentence[lo : a.span[0]])
+        if a.label != b.label and _ALTERNATIVE.match(between) and not listed:
             hedged[id(a)] = hedged[id(b)] = between.strip(" ,")
-    for a in ordered:
-        for b in ordered:
-            if a.label != b.label or b.span[0] < a.span[1] or b.assertion != "uncertain":
-                continue
-            between = sentence[a.span[1] : b.span[0]]
-            sign = SIGNS.get(a.label)
-            is_sign = sign is not None and re.search(sign, sentence[slice(*a.span)], re.I)
-            link = _HEDGED_LINK.search(between)
-            if is_sign and link and not re.search(r"[;.]", between):
-                hedged[id(a)] = link.group()
     return [
         replace(m, assertion="uncertain", cue=hedged[id(m)])
         if id(m) in hedged and m.assertion == "affirmed"

@@ -71,10 +71,12 @@ _TITLE = re.compile(
     r"EXAMINATION|EXAM|OF|THE|\(|\)|,|&|-)\s*)+$"
 )
 #: a request, not a finding ("Assess for effusion.", "Evaluation for pneumonia"): never read as
-#: what the study shows
+#: what the study shows. The nouns are requests only where the sentence states nothing
+#: ("Evaluation for pneumothorax is limited ..." describes the study)
 _REQUEST = re.compile(
-    r"^(?:please |to )?(?:assess(?:ment)?|evaluat(?:e|ion)|eval|rule out|r/o|check|look|screen)"
-    r"\b(?! (?:is|was|shows?|demonstrates?)\b)",
+    r"^(?:please |to )?(?:(?:assess|evaluate|eval|rule out|r/o|check|look|screen)\b"
+    r"|(?:evaluation|assessment)\b(?!.*\b(?:is|are|was|were|limited|shows?|demonstrates?|"
+    r"reveals?|seen|noted)\b))",
     re.IGNORECASE,
 )
 _END = re.compile(r"[.!?;]+(?=\s|$)")

@@ -8,11 +8,15 @@ tests/data/make_layout_suite.py`` to regenerate the CSV (deterministic). Columns
 negated, -1 uncertain, blank not mentioned). Only the labels in ``expected`` are judged, and
 **No Finding** is judged on every report (1 when no finding but Support Devices is 1 or -1).
 
-Conventions (the CheXpert labeler's, as reportfed reads them): a statement that a region is
-normal ("the lungs are clear") names no finding, but a named finding said to be absent ("no
-focal consolidation") is negated; an observation explained by a hedged diagnosis ("blunting ...
-may reflect a small effusion") is uncertain; two findings offered as alternatives ("atelectasis
-or pneumonia") are both uncertain; an addendum that adds a finding makes it present.
+Conventions (the CheXpert labeler's, as reportfed reads them; the README's Labels section has
+them too): a statement that a region is normal ("the lungs are clear") names no finding, but a
+named finding said to be absent ("no focal consolidation") is negated; the report's state is
+its most positive mention (affirmed, then uncertain, then negated), so a sign stated as present
+makes the finding present even where a hedged diagnosis follows ("blunting of the costophrenic
+angle may reflect a small effusion": 1); two findings offered as alternatives ("atelectasis or
+pneumonia") are both uncertain, but after a negation "or" joins a list ("no effusion or
+pneumothorax": both 0); a cause offered with a hedge ("may be due to fluid overload") is
+uncertain; an addendum that adds a finding makes it present.
 """
 
 from __future__ import annotations
@@ -76,7 +80,11 @@ STATEMENTS: list[tuple[str, str, dict[str, int]]] = [
         {"Enlarged Cardiomediastinum": 1, "Edema": -1},
     ),
     ("lungs", "Pulmonary vascular congestion.", {"Edema": 1}),
-    ("lungs", "Mild vascular redistribution may be due to fluid overload.", {"Edema": -1}),
+    (
+        "lungs",
+        "Increased interstitial markings may be due to fluid overload.",
+        {"Lung Opacity": 1, "Edema": -1},
+    ),
     ("lungs", "A 1.5 cm nodule in the right upper lobe.", {"Lung Lesion": 1}),
     ("lungs", "Left hilar mass.", {"Lung Lesion": 1}),
     ("lungs", "No suspicious pulmonary nodules.", {"Lung Lesion": 0}),
@@ -86,10 +94,11 @@ STATEMENTS: list[tuple[str, str, dict[str, int]]] = [
     ("pleura", "Moderate bilateral pleural effusions have increased.", {"Pleural Effusion": 1}),
     ("pleura", "No pleural effusion.", {"Pleural Effusion": 0}),
     ("pleura", "There is no effusion.", {"Pleural Effusion": 0}),
+    ("pleura", "Possible small right pleural effusion.", {"Pleural Effusion": -1}),
     (
         "pleura",
         "Blunting of the right costophrenic angle may reflect a small effusion.",
-        {"Pleural Effusion": -1},
+        {"Pleural Effusion": 1},  # blunting is present: a positive mention wins
     ),
     ("pleura", "Small right apical pneumothorax.", {"Pneumothorax": 1}),
     ("pleura", "A tiny left pneumothorax is again seen.", {"Pneumothorax": 1}),
