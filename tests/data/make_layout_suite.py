@@ -26,6 +26,9 @@ import random
 from collections.abc import Callable
 from pathlib import Path
 
+from reportfed.labels import CHEXPERT_14
+from reportfed.states import NOT_DISEASE
+
 #: (anatomy, statement, its states). Anatomy groups statements under sub-headers.
 STATEMENTS: list[tuple[str, str, dict[str, int]]] = [
     # heart and mediastinum
@@ -130,20 +133,8 @@ ANATOMY = {
     "heart": "Heart",
     "bones": "Bones",
 }
-FINDING_LABELS = [
-    "Enlarged Cardiomediastinum",
-    "Cardiomegaly",
-    "Lung Opacity",
-    "Lung Lesion",
-    "Edema",
-    "Consolidation",
-    "Pneumonia",
-    "Atelectasis",
-    "Pneumothorax",
-    "Pleural Effusion",
-    "Pleural Other",
-    "Fracture",
-]
+#: the findings that rule out No Finding
+FINDING_LABELS = [name for name in CHEXPERT_14 if name not in NOT_DISEASE]
 #: context sections a finding never comes from (their finding words are questions or history)
 INDICATIONS = [
     "Shortness of breath, evaluate for pneumonia.",
