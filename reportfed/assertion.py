@@ -278,14 +278,9 @@ def _clause(sentence: str, start: int, end: int) -> tuple[int, int]:
     return lo, hi
 
 
-def _negation_before(before: str) -> bool:
-    """A negation cue in ``before`` that is neither part of an uncertainty cue ("cannot exclude")
-    nor a pseudo-negation ("no change in")."""
-    return bool(_negation_cue(before))
-
-
 def _negation_cue(before: str) -> str:
-    """The negation cue of ``before`` that :func:`_negation_before` finds ("" if none)."""
+    """The last negation cue in ``before`` that is neither part of an uncertainty cue ("cannot
+    exclude") nor a pseudo-negation ("no change in"); "" if none."""
     masked = _UNC_BEFORE.sub(lambda m: " " * len(m.group()), before)
     cues = [m for m in _NEG_BEFORE.finditer(masked) if not _PSEUDO_RE.match(masked, m.end())]
     return before[cues[-1].start() : cues[-1].end()] if cues else ""
@@ -318,7 +313,7 @@ def _anatomy_state(sentence: str, start: int, end: int) -> tuple[Assertion, str]
     chunk_hi = sentence.find(",", end, hi)
     chunk = sentence[max(lo, chunk_lo) : chunk_hi if chunk_hi >= 0 else hi]
     abnormal = _ABNORMAL_RE.search(chunk)
-    if abnormal and not _negation_before(chunk[: abnormal.start()]):
+    if abnormal and not _negation_cue(chunk[: abnormal.start()]):
         state, cue = _assert(sentence, start, end)
         return ("uncertain", cue) if state == "uncertain" else ("affirmed", abnormal.group())
     if abnormal:

@@ -307,8 +307,9 @@ class ReportLabeler:
         _check_embeddings(x, self.granularity_)
         return predict_state(self.state_, x, self.config)
 
-    def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
-        """Presence probabilities ``(len(texts), len(classes_))``."""
+    def _check_predictable(self, texts: Sequence[str]) -> None:
+        """Refuse to predict before fitting, with another embedder than the model's, or on one
+        string instead of a list of reports."""
         self._check_fitted()
         if self._embedder().fingerprint != self.embedder_fingerprint_:
             raise ModelFileError(
@@ -317,6 +318,10 @@ class ReportLabeler:
             )
         if isinstance(texts, str):
             raise ReportfedError("give a list of reports, not one string")
+
+    def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
+        """Presence probabilities ``(len(texts), len(classes_))``."""
+        self._check_predictable(texts)
         chunks = [
             self.predict_proba_embeddings(self.embed(texts[i : i + PREDICT_CHUNK]))
             for i in range(0, len(texts), PREDICT_CHUNK)
@@ -344,6 +349,7 @@ class ReportLabeler:
         an anatomy phrase; "" for a plain mention), and its ``source``: ``text`` (a mention
         decided), ``model`` (no mention; the model's score, its sentence the one max pooling
         took, the whole report at report granularity) or ``rule`` (No Finding)."""
+        self._check_predictable(texts)
         ids = [str(i) for i in range(len(texts))] if ids is None else [str(i) for i in ids]
         if len(ids) != len(texts):
             raise ReportfedError(f"{len(ids)} ids for {len(texts)} reports")
@@ -351,8 +357,8 @@ class ReportLabeler:
         rows: list[tuple[str, str, float, float, str, str, str]] = []
         for start in range(0, len(texts), PREDICT_CHUNK):
             chunk = list(texts[start : start + PREDICT_CHUNK])
-            proba = self.predict_proba(chunk)
-            x = self.embed(chunk)
+            x = self.embed(chunk)  # once: the probabilities and the decisive sentences read it
+            proba = self.predict_proba_embeddings(x)
             top = decisive_sentences(self.state_, x, self.config) if x.ndim == 3 else None
             states, decided = explain_states(chunk, proba, names, self.thresholds_)
             for i, text in enumerate(chunk):

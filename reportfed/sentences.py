@@ -64,6 +64,8 @@ _ANATOMY = re.compile(
     r"bones?|osseous(?: structures)?|skeletal|soft tissues?|airways?|upper abdomen|abdomen|"
     r"diaphragms?)):)(?=\s|$)"
 )
+#: the cut an anatomic sub-header makes (no header name: it keeps the section, or ends a context one)
+_SUBHEADER = ""
 #: title lines: a banner or the study's name, no sentence ("FINAL REPORT", "PORTABLE AP CHEST")
 _TITLE = re.compile(
     r"^\s*(?:(?:FINAL|PRELIMINARY|ADDENDUM|REPORT|PORTABLE|AP|PA|UPRIGHT|SUPINE|SEMI-UPRIGHT|"
@@ -101,20 +103,24 @@ def _segments(text: str) -> list[tuple[str, str]]:
         block = "\n".join(line for line in block.split("\n") if not _TITLE.match(line))
         if _is_context(section):
             section = ""
+        # an anatomic sub-header is a boundary of no width (its words stay), also where it is
+        # written in capitals like a header ("HEART: normal size")
+        subheaders = {m.start() for m in _ANATOMY.finditer(block)}
         cuts = sorted(
-            [(m.span(), m.group(1), False) for m in _HEADER.finditer(block)]
-            + [(m.span(), m.group(1), True) for m in _ANATOMY.finditer(block)]
-            + [(m.span(), None, False) for m in _NUMBERED.finditer(block)]
+            [(m.span(), m.group(1)) for m in _HEADER.finditer(block) if m.start() not in subheaders]
+            + [((a, a), _SUBHEADER) for a in subheaders]
+            + [(m.span(), None) for m in _NUMBERED.finditer(block)]
         )
         pos = 0
-        for (a, b), header, anatomy in cuts:
+        for (a, b), header in cuts:
             if a < pos:
                 continue
             parts.append((section, block[pos:a]))
-            if anatomy or (header and _ANATOMY.fullmatch(header + ":")):
-                section, pos = ("" if _is_context(section) else section), a  # keep the words
+            if header == _SUBHEADER:
+                section = "" if _is_context(section) else section
             else:
-                section, pos = header or section, b
+                section = header or section
+            pos = b
         parts.append((section, block[pos:]))
     return parts
 
