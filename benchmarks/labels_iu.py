@@ -4,7 +4,10 @@ Per seed: IU's fully annotated reports (14 labels, MeSH-derived) are split 80/20
 a labeler the way the default model is built (two sites, sentence level, thresholds for F1 on
 the sites' validation rows); on the 20%:
 
-* ``auroc``: macro AUROC of the presence probabilities;
+* ``auroc``: macro AUROC of the presence probabilities (calibrated with the mentions), and
+  ``auroc_model`` of the model's scores before calibration;
+* ``brier`` / ``ece``: macro Brier score and expected calibration error of the probabilities,
+  and ``brier_model`` / ``ece_model`` of the model's scores;
 * ``f1_model``: macro F1 of the positives at the model's thresholds alone;
 * ``f1_states``: macro F1 of state 1 (the four states: the text's mentions first, then the model);
 * ``recall_states``: per label, the share of positives whose state is 1.
@@ -24,12 +27,13 @@ import time
 from pathlib import Path
 
 import numpy as np
-from sklearn.metrics import f1_score, roc_auc_score
+from sklearn.metrics import brier_score_loss, f1_score, roc_auc_score
 
 from reportfed.data.iu import load_iu
 from reportfed.io import atomic_write
 from reportfed.labeler import ReportLabeler
 from reportfed.labels import CHEXPERT_14
+from reportfed.metrics import expected_calibration_error
 
 RESULTS = Path(__file__).resolve().parent / "results" / "labels_iu.json"
 
@@ -44,6 +48,10 @@ def _macro(y: np.ndarray, score: np.ndarray, metric) -> float:  # type: ignore[n
     return float(np.mean(values))
 
 
+def _ece(y: np.ndarray, p: np.ndarray) -> float:
+    return float(expected_calibration_error(y[:, None], p[:, None])[0])
+
+
 def evaluate(seed: int) -> dict[str, object]:
     """Train on 80% of IU with ``seed``, score the other 20%."""
     table = load_iu().fully_annotated()
@@ -56,9 +64,9 @@ def evaluate(seed: int) -> dict[str, object]:
     )
     names = list(labeler.classes_)
     y = test.labels[:, test.label_space.indices(names)]
-    proba = labeler.predict_proba(test.texts)
-    states = labeler.predict_states(test.texts, proba)
-    model = (proba >= labeler.thresholds_).astype(float)
+    read = labeler.annotate(test.texts, evidence=False)
+    proba, states, scores = read.proba, read.states, labeler.predict_scores(test.texts)
+    model = (scores >= labeler.thresholds_).astype(float)
     positive = np.nan_to_num(states, nan=0.0) == 1
     recall = {
         name: float(positive[y[:, j] == 1, j].mean())
@@ -69,6 +77,11 @@ def evaluate(seed: int) -> dict[str, object]:
         "seed": seed,
         "test_reports": len(test),
         "auroc": _macro(y, proba, roc_auc_score),
+        "auroc_model": _macro(y, scores, roc_auc_score),
+        "brier": _macro(y, proba, brier_score_loss),
+        "brier_model": _macro(y, scores, brier_score_loss),
+        "ece": _macro(y, proba, _ece),
+        "ece_model": _macro(y, scores, _ece),
         "f1_model": _macro(y, model, lambda t, p: f1_score(t, p, zero_division=0)),
         "f1_states": _macro(
             y, positive.astype(float), lambda t, p: f1_score(t, p, zero_division=0)
@@ -103,7 +116,16 @@ def main() -> None:
     rows = [{k: v for k, v in r.items() if k not in ("labeler", "test")} for r in runs]
     summary = {
         key: [float(np.mean([r[key] for r in rows])), float(np.std([r[key] for r in rows], ddof=1))]
-        for key in ("auroc", "f1_model", "f1_states")
+        for key in (
+            "auroc",
+            "auroc_model",
+            "brier",
+            "brier_model",
+            "ece",
+            "ece_model",
+            "f1_model",
+            "f1_states",
+        )
     }
     labels = rows[0]["recall_states"].keys()  # type: ignore[union-attr]
     recall = {name: float(np.mean([r["recall_states"][name] for r in rows])) for name in labels}  # type: ignore[index]

@@ -237,19 +237,18 @@ def cmd_label(args: argparse.Namespace) -> None:
     if clash:
         raise ReportfedError(f"the model has a label named {clash[0]!r}, an output column name")
     start = time.perf_counter()
-    proba = labeler.predict_proba(table.texts)
-    states = labeler.predict_states(table.texts, proba)
+    read = labeler.annotate(table.texts, table.ids, evidence="--evidence" in extra)
     ids = {table.id_column: table.ids} if table.id_column else {}
 
     def frame(values: np.ndarray) -> pd.DataFrame:
         columns = dict(zip(names, values.T, strict=True))
         return pd.DataFrame({**ids, "Reports": table.texts, **columns})
 
-    _write_table(frame(states), out)
+    _write_table(frame(read.states), out)
     if "--probabilities" in extra:
-        _write_table(frame(proba), extra["--probabilities"])
-    if "--evidence" in extra:
-        _write_table(labeler.predict_evidence(table.texts, table.ids), extra["--evidence"])
+        _write_table(frame(read.proba), extra["--probabilities"])
+    if read.evidence is not None:
+        _write_table(read.evidence, extra["--evidence"])
     _say(
         f"labelled {len(table)} reports in {time.perf_counter() - start:.2f} s -> {out}"
         " (1 positive, 0 negated, -1 uncertain, blank not mentioned)"

@@ -16,6 +16,7 @@ import numpy as np
 from reportfed import __version__
 from reportfed.errors import ModelFileError
 from reportfed.labeler import ReportLabeler
+from reportfed.model_file import FORMAT
 from reportfed.labels import CHEXPERT_14
 from reportfed.paths import cache_dir
 
@@ -23,8 +24,10 @@ SITES = 2
 
 
 def default_model_path() -> Path:
-    """Where the default model is cached."""
-    return cache_dir() / "models" / f"iu-minilm-sentence-{__version__}.safetensors"
+    """Where the default model is cached: one file per reportfed version and model-file format
+    (a model of an older format, without its calibration, is built again)."""
+    fmt = FORMAT.rsplit("/", 1)[-1]
+    return cache_dir() / "models" / f"iu-minilm-sentence-{__version__}-f{fmt}.safetensors"
 
 
 def load_default_model(

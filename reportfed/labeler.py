@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Iterable, Sequence
-from dataclasses import asdict
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,13 @@ import pandas as pd
 
 from reportfed import __version__
 from reportfed.aggregation import GlobalState, node_arrays
+from reportfed.assertion import Mention
+from reportfed.calibration import (
+    calibrate,
+    calibration_features,
+    fit_calibration,
+    identity_calibration,
+)
 from reportfed.data.partition import holdout
 from reportfed.data.table import ReportTable
 from reportfed.embed import DEFAULT_EMBEDDER, Embedder, make_embedder
@@ -32,12 +39,33 @@ from reportfed.model_file import ModelFile, read_model, write_model
 from reportfed.paths import embeddings_cache_dir
 from reportfed.schema import architecture, architecture_fields
 from reportfed.sentences import Granularity, check_granularity, report_units
-from reportfed.states import NO_FINDING, chexpert_states, explain_states
+from reportfed.states import NO_FINDING, chexpert_states, report_mentions
 
 #: reports embedded and scored at once by :meth:`ReportLabeler.predict_proba` (bounds memory)
 PREDICT_CHUNK = 2048
 #: the columns of :meth:`ReportLabeler.predict_evidence` (and of ``reportfed label --evidence``)
-EVIDENCE_COLUMNS = ("id", "label", "state", "probability", "sentence", "cue", "source")
+EVIDENCE_COLUMNS = ("id", "label", "state", "probability", "score", "sentence", "cue", "source")
+
+
+@dataclass(frozen=True)
+class _Reading:
+    """One chunk of reports read: embeddings, the model's scores and the decisive mentions."""
+
+    start: int
+    texts: list[str]
+    x: np.ndarray
+    scores: np.ndarray
+    mentions: list[dict[str, Mention | None]]
+
+
+@dataclass(frozen=True)
+class Annotation:
+    """What :meth:`ReportLabeler.annotate` gives: calibrated ``proba``, ``states`` and (when
+    asked for) the ``evidence`` table."""
+
+    proba: np.ndarray
+    states: np.ndarray
+    evidence: pd.DataFrame | None
 
 
 class ReportLabeler:
@@ -150,7 +178,7 @@ class ReportLabeler:
         if y.shape != (len(texts), len(space)):
             raise ValueError(f"y has shape {y.shape}, expected ({len(texts)}, {len(space)})")
         x = self.embed(texts)
-        return self.fit_embeddings(x, y, space, nodes)
+        return self.fit_embeddings(x, y, space, nodes, texts=texts)
 
     def fit_tables(self, tables: Sequence[ReportTable]) -> ReportLabeler:
         """Train with one node per table (each with its own label columns, in any vocabulary)."""
@@ -174,11 +202,14 @@ class ReportLabeler:
         nodes: Sequence[str] | None = None,
         *,
         fingerprint: str | None = None,
+        texts: Sequence[str] | None = None,
     ) -> ReportLabeler:
         """:meth:`fit` on precomputed embeddings ``x``.
 
         ``fingerprint`` names the embedder that made ``x`` (default: this labeler's embedder);
         ``x`` is ``(n, dim)`` or sentence bags ``(n, S, dim)``, as :meth:`embed` makes them.
+        ``texts``, the reports ``x`` embeds, lets the probabilities be calibrated with the
+        mentions (:mod:`reportfed.calibration`); without them they are the model's scores.
         """
         _check_embeddings(x, check_granularity(self.granularity))
         if len(x) != len(y):
@@ -210,6 +241,7 @@ class ReportLabeler:
             fingerprint=fingerprint or self._embedder().fingerprint,
             input_dim=int(x.shape[-1]),
             thresholds=None,
+            calibration=None,
             provenance={
                 "config": asdict(config),
                 "val_fraction": self.val_fraction,
@@ -219,10 +251,14 @@ class ReportLabeler:
         )
         vrows = np.concatenate(val_rows)
         if len(vrows):
-            self.thresholds_ = f1_thresholds(
-                np.concatenate(val_y)[:, labels.indices(kept)],
-                self.predict_proba_embeddings(x[vrows]),
-            )
+            truth = np.concatenate(val_y)[:, labels.indices(kept)]
+            scores = self.predict_scores_embeddings(x[vrows])
+            self.thresholds_ = f1_thresholds(truth, scores)
+            if texts is not None:
+                val_texts = [texts[i] for i in vrows]
+                found = report_mentions(val_texts, list(kept))
+                features = calibration_features(scores, found, list(kept))
+                self.calibration_ = fit_calibration(features, truth)[0]
         self.provenance_["val_rows"] = len(vrows)
         _warn_if_untrained(result.history[-1]["loss"], self.thresholds_, kept, config)
         return self
@@ -234,12 +270,18 @@ class ReportLabeler:
         fingerprint: str,
         input_dim: int,
         thresholds: Sequence[float] | None,
+        calibration: np.ndarray | None,
         provenance: dict[str, Any],
     ) -> None:
         self.state_ = state
         self.classes_ = np.array(state.labels.names, dtype=object)
         self.thresholds_ = (
             np.full(len(state.labels), 0.5) if thresholds is None else np.asarray(thresholds)
+        )
+        self.calibration_ = (
+            identity_calibration(len(state.labels))
+            if calibration is None
+            else np.asarray(calibration)
         )
         self.embedder_fingerprint_ = fingerprint
         self.input_dim_ = input_dim
@@ -257,6 +299,7 @@ class ReportLabeler:
         config: FederationConfig,
         granularity: Granularity,
         thresholds: Sequence[float] | None = None,
+        calibration: np.ndarray | None = None,
         base_url: str | None = None,
         provenance: dict[str, Any] | None = None,
     ) -> ReportLabeler:
@@ -273,6 +316,7 @@ class ReportLabeler:
             fingerprint=fingerprint,
             input_dim=input_dim,
             thresholds=thresholds,
+            calibration=calibration,
             provenance=provenance or {},
         )
         return labeler
@@ -292,6 +336,7 @@ class ReportLabeler:
             config=self.config,
             granularity=self.granularity_,
             thresholds=self.thresholds_[rows],
+            calibration=self.calibration_[rows],
             base_url=self.base_url,
             provenance={**self.provenance_, "selected_from": list(self.classes_)},
         )
@@ -301,8 +346,8 @@ class ReportLabeler:
         if not hasattr(self, "state_"):
             raise ReportfedError("this ReportLabeler is not fitted: call fit() or load()")
 
-    def predict_proba_embeddings(self, x: np.ndarray) -> np.ndarray:
-        """Probabilities for precomputed embeddings ``x`` (no fingerprint check)."""
+    def predict_scores_embeddings(self, x: np.ndarray) -> np.ndarray:
+        """The model's presence scores for precomputed embeddings ``x`` (no fingerprint check)."""
         self._check_fitted()
         _check_embeddings(x, self.granularity_)
         return predict_state(self.state_, x, self.config)
@@ -319,54 +364,86 @@ class ReportLabeler:
         if isinstance(texts, str):
             raise ReportfedError("give a list of reports, not one string")
 
-    def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
-        """Presence probabilities ``(len(texts), len(classes_))``."""
+    def _read(self, texts: Sequence[str], *, mentions: bool = True) -> Iterator[_Reading]:
+        """Embed and score ``texts`` chunk by chunk (:data:`PREDICT_CHUNK` reports), reading each
+        report's mentions once when ``mentions``."""
         self._check_predictable(texts)
-        chunks = [
-            self.predict_proba_embeddings(self.embed(texts[i : i + PREDICT_CHUNK]))
-            for i in range(0, len(texts), PREDICT_CHUNK)
-        ]
-        return np.concatenate(chunks) if chunks else np.zeros((0, len(self.classes_)), np.float32)
+        names = list(self.classes_)
+        for start in range(0, len(texts), PREDICT_CHUNK):
+            chunk = list(texts[start : start + PREDICT_CHUNK])
+            x = self.embed(chunk)
+            found = report_mentions(chunk, names) if mentions else []
+            yield _Reading(start, chunk, x, self.predict_scores_embeddings(x), found)
+
+    def _calibrated(self, reading: _Reading) -> np.ndarray:
+        x = calibration_features(reading.scores, reading.mentions, list(self.classes_))
+        return calibrate(self.calibration_, x)
+
+    def _states(self, reading: _Reading) -> np.ndarray:
+        names = list(self.classes_)
+        return chexpert_states(
+            reading.texts, reading.scores, names, self.thresholds_, reading.mentions
+        )
+
+    def predict_scores(self, texts: Sequence[str]) -> np.ndarray:
+        """The model's presence scores ``(len(texts), len(classes_))``: the sigmoid of its logit
+        (the largest over a report's sentences at sentence granularity), before calibration."""
+        return self._stack([r.scores for r in self._read(texts, mentions=False)])
+
+    def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
+        """Presence probabilities ``(len(texts), len(classes_))``: the model's score fused with
+        the text's mentions by the calibration fitted on the validation rows
+        (:mod:`reportfed.calibration`)."""
+        return self._stack([self._calibrated(r) for r in self._read(texts)])
 
     def predict(self, texts: Sequence[str]) -> np.ndarray:
-        """0/1 presence at the stored per-label thresholds."""
-        return (self.predict_proba(texts) >= self.thresholds_).astype(np.float32)
+        """0/1 presence: the model's score at the stored per-label thresholds (chosen for F1 on
+        the validation rows)."""
+        return (self.predict_scores(texts) >= self.thresholds_).astype(np.float32)
 
-    def predict_states(self, texts: Sequence[str], proba: np.ndarray | None = None) -> np.ndarray:
+    def predict_states(self, texts: Sequence[str]) -> np.ndarray:
         """The CheXpert labeler's four states ``(len(texts), len(classes_))``: 1 positive,
-        0 mentioned and negated, -1 uncertain, NaN not mentioned (see :mod:`reportfed.states`).
-        ``proba`` reuses probabilities already computed for ``texts``."""
-        proba = self.predict_proba(texts) if proba is None else proba
-        return chexpert_states(texts, proba, list(self.classes_), self.thresholds_)
+        0 mentioned and negated, -1 uncertain, NaN not mentioned (see :mod:`reportfed.states`)."""
+        return self._stack([self._states(r) for r in self._read(texts)])
 
     def predict_evidence(
         self, texts: Sequence[str], ids: Sequence[str] | None = None
     ) -> pd.DataFrame:
-        """Why each state is what it is: one row per report and non-blank label, in report then
-        label order, with columns :data:`EVIDENCE_COLUMNS`: the report's ``id`` (``ids``, else
-        its position), ``label``, ``state``, the model's ``probability``, the ``sentence`` that
-        decided it and the ``cue`` (negation or uncertainty words, the normal or abnormal word of
-        an anatomy phrase; "" for a plain mention), and its ``source``: ``text`` (a mention
-        decided), ``model`` (no mention; the model's score, its sentence the one max pooling
-        took, the whole report at report granularity) or ``rule`` (No Finding)."""
-        self._check_predictable(texts)
+        """Why each state is what it is (see :meth:`annotate`)."""
+        return self.annotate(texts, ids, evidence=True).evidence  # type: ignore[return-value]
+
+    def annotate(
+        self, texts: Sequence[str], ids: Sequence[str] | None = None, *, evidence: bool = True
+    ) -> Annotation:
+        """Probabilities, states and (with ``evidence``) evidence of ``texts`` in one pass: each
+        report is embedded and read for mentions once.
+
+        The evidence has one row per report and non-blank label, in report then label order,
+        with columns :data:`EVIDENCE_COLUMNS`: the report's ``id`` (``ids``, else its
+        position), ``label``, ``state``, the calibrated ``probability``, the model's ``score``,
+        the ``sentence`` that decided the state and the ``cue`` (negation or uncertainty words,
+        the normal or abnormal word of an anatomy phrase; "" for a plain mention), and its
+        ``source``: ``text`` (a mention decided), ``model`` (no mention; the model's score, its
+        sentence the one max pooling took, the whole report at report granularity) or ``rule``
+        (No Finding)."""
         ids = [str(i) for i in range(len(texts))] if ids is None else [str(i) for i in ids]
         if len(ids) != len(texts):
             raise ReportfedError(f"{len(ids)} ids for {len(texts)} reports")
         names = list(self.classes_)
-        rows: list[tuple[str, str, float, float, str, str, str]] = []
-        for start in range(0, len(texts), PREDICT_CHUNK):
-            chunk = list(texts[start : start + PREDICT_CHUNK])
-            x = self.embed(chunk)  # once: the probabilities and the decisive sentences read it
-            proba = self.predict_proba_embeddings(x)
-            top = decisive_sentences(self.state_, x, self.config) if x.ndim == 3 else None
-            states, decided = explain_states(chunk, proba, names, self.thresholds_)
-            for i, text in enumerate(chunk):
+        probas, states, rows = [], [], []
+        for r in self._read(texts):
+            proba, state = self._calibrated(r), self._states(r)
+            probas.append(proba)
+            states.append(state)
+            if not evidence:
+                continue
+            top = decisive_sentences(self.state_, r.x, self.config) if r.x.ndim == 3 else None
+            for i, text in enumerate(r.texts):
                 units = report_units(text) if top is not None else [text]
                 for c, name in enumerate(names):
-                    if np.isnan(states[i, c]):
+                    if np.isnan(state[i, c]):
                         continue
-                    mention = decided[i].get(name)
+                    mention = r.mentions[i].get(name)
                     if mention is not None:
                         why = (mention.text, mention.cue, "text")
                     elif name == NO_FINDING:
@@ -374,9 +451,23 @@ class ReportLabeler:
                     else:
                         why = (units[int(top[i, c]) if top is not None else 0], "", "model")
                     rows.append(
-                        (ids[start + i], name, float(states[i, c]), float(proba[i, c]), *why)
+                        (
+                            ids[r.start + i],
+                            name,
+                            float(state[i, c]),
+                            float(proba[i, c]),
+                            float(r.scores[i, c]),
+                            *why,
+                        )
                     )
-        return pd.DataFrame(rows, columns=list(EVIDENCE_COLUMNS))
+        return Annotation(
+            self._stack(probas),
+            self._stack(states),
+            pd.DataFrame(rows, columns=list(EVIDENCE_COLUMNS)) if evidence else None,
+        )
+
+    def _stack(self, chunks: list[np.ndarray]) -> np.ndarray:
+        return np.concatenate(chunks) if chunks else np.zeros((0, len(self.classes_)), np.float32)
 
     # -- persistence -------------------------------------------------------------------------
     def save(self, path: str | Path) -> Path:
@@ -387,6 +478,7 @@ class ReportLabeler:
             ModelFile(
                 state=self.state_,
                 thresholds=[float(t) for t in self.thresholds_],
+                calibration=self.calibration_.tolist(),
                 granularity=self.granularity_,
                 embedder={
                     "spec": self.embedder,
@@ -430,6 +522,7 @@ class ReportLabeler:
                 fingerprint=emb["fingerprint"],
                 input_dim=int(emb["dim"]),
                 thresholds=model.thresholds,
+                calibration=model.calibration,
                 provenance=model.provenance,
             )
             global_model(labeler.state_, labeler.input_dim_, labeler.config)  # weights fit

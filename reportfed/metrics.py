@@ -96,6 +96,27 @@ def f1_at(y: np.ndarray, p: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
     return np.array(out)
 
 
+#: equal-width probability bins of :func:`expected_calibration_error`
+ECE_BINS = 10
+
+
+def expected_calibration_error(y: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """Per-label ECE: over :data:`ECE_BINS` equal-width bins of ``p``, the row-weighted mean of
+    ``|mean(p) - share of positives|`` in each bin."""
+    out = []
+    for yc, pc in _columns(y, p):
+        if not yc.size:
+            out.append(np.nan)
+            continue
+        bins = np.minimum((pc * ECE_BINS).astype(int), ECE_BINS - 1)
+        gap = sum(
+            abs(pc[bins == b].mean() - yc[bins == b].mean()) * np.sum(bins == b)
+            for b in np.unique(bins)
+        )
+        out.append(gap / yc.size)
+    return np.array(out)
+
+
 def prevalence_accuracy(y: np.ndarray) -> np.ndarray:
     """Per-label accuracy of always predicting the majority class."""
     return np.array(

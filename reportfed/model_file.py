@@ -17,15 +17,19 @@ from typing import Any
 
 import numpy as np
 
+from reportfed import __version__
 from reportfed.aggregation import GlobalState, flatten, unflatten
-from reportfed.errors import ModelFileError
+from reportfed.calibration import COEFFICIENTS as CALIBRATION_COEFFICIENTS
+from reportfed.errors import ModelFileError, ReportfedError
 from reportfed.io import atomic_write
 from reportfed.labels import LabelSpace
 
-FORMAT = "reportfed-model/3"
-#: formats :func:`read_model` reads; in /1 the checksum covers the weights only, /1 and /2 store
-#: the whole training config where /3 keeps the architecture (training is provenance)
-READABLE = ("reportfed-model/1", "reportfed-model/2", FORMAT)
+FORMAT = "reportfed-model/4"
+#: formats :func:`read_model` reads: /2 stores the whole training config where /3 keeps the
+#: architecture (training is provenance); /4 adds the calibration (/2 and /3 read as identity)
+READABLE = ("reportfed-model/2", "reportfed-model/3", FORMAT)
+#: the format whose checksum covers the weights only (an edited label list cannot be detected)
+UNCHECKED = "reportfed-model/1"
 
 
 @dataclass
@@ -40,6 +44,8 @@ class ModelFile:
     embedder: dict[str, Any]
     architecture: dict[str, Any]
     provenance: dict[str, Any] = field(default_factory=dict)
+    #: per-label calibration coefficients (:mod:`reportfed.calibration`); None is the identity
+    calibration: list[list[float]] | None = None
 
 
 def write_model(path: str | Path, model: ModelFile) -> Path:
@@ -51,6 +57,7 @@ def write_model(path: str | Path, model: ModelFile) -> Path:
         "format": FORMAT,
         "labels": list(model.state.labels),
         "thresholds": [float(t) for t in model.thresholds],
+        "calibration": model.calibration,
         "granularity": model.granularity,
         "embedder": model.embedder,
         "architecture": model.architecture,
@@ -74,38 +81,53 @@ def read_model(path: str | Path) -> ModelFile:
             tensors = {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118 - safe_open API
     except Exception as exc:  # truncated / not safetensors / bad header
         raise ModelFileError(f"{path}: not a readable reportfed model file ({exc})") from None
+    if meta.get("format") == UNCHECKED:
+        raise ModelFileError(
+            f"{path}: a {UNCHECKED} file, whose checksum does not cover its labels and thresholds "
+            f"(an edit cannot be detected); retrain it with reportfed {__version__} "
+            "(reportfed train, or reportfed federation run)"
+        )
     if meta.get("format") not in READABLE:
         raise ModelFileError(f"{path}: not a {FORMAT} file (format {meta.get('format')!r})")
-    covered = None if meta["format"] == READABLE[0] else meta
-    if checksum(tensors, covered) != meta.get("checksum"):
+    if checksum(tensors, meta) != meta.get("checksum"):
         raise ModelFileError(
             f"{path}: weights or metadata do not match their checksum (corrupted or edited)"
         )
     try:
         model = ModelFile(
-            state=GlobalState(LabelSpace(tuple(meta["labels"])), *unflatten(tensors)),
+            state=GlobalState(
+                LabelSpace.of(meta["labels"], allow_unknown=True), *unflatten(tensors)
+            ),
             thresholds=[float(t) for t in meta["thresholds"]],
             granularity=meta.get("granularity", "report"),
             embedder=dict(meta["embedder"]),
             architecture=dict(meta["architecture"] if "architecture" in meta else meta["config"]),
             provenance=dict(meta["provenance"]),
+            calibration=meta.get("calibration"),
         )
-        if len(model.thresholds) != len(model.state.labels):
-            raise ValueError(
-                f"{len(model.thresholds)} thresholds for {len(model.state.labels)} labels"
-            )
-    except (KeyError, TypeError, ValueError) as exc:
+        _check_per_label(model)
+    except (KeyError, TypeError, ValueError, ReportfedError) as exc:
         raise ModelFileError(f"{path}: inconsistent model metadata ({exc!r})") from None
     return model
 
 
-def checksum(tensors: dict[str, np.ndarray], meta: dict[str, Any] | None) -> str:
-    """sha256 over the weights and, where given, every metadata field but the checksum."""
+def _check_per_label(model: ModelFile) -> None:
+    """Raise ValueError unless the thresholds and calibration give one finite entry per label."""
+    n = len(model.state.labels)
+    if len(model.thresholds) != n or not np.isfinite(model.thresholds).all():
+        raise ValueError(f"thresholds {model.thresholds} are not {n} finite numbers")
+    if model.calibration is not None:
+        coef = np.asarray(model.calibration, dtype=np.float64)
+        if coef.shape != (n, len(CALIBRATION_COEFFICIENTS)) or not np.isfinite(coef).all():
+            raise ValueError(f"calibration of shape {coef.shape} is not {n} rows of finite numbers")
+
+
+def checksum(tensors: dict[str, np.ndarray], meta: dict[str, Any]) -> str:
+    """sha256 over the weights and every metadata field but the checksum."""
     h = hashlib.sha256()
     for key in sorted(tensors):
         h.update(key.encode())
         h.update(np.ascontiguousarray(tensors[key]).tobytes())
-    if meta is not None:
-        covered = {k: v for k, v in meta.items() if k != "checksum"}
-        h.update(json.dumps(covered, sort_keys=True).encode())
+    covered = {k: v for k, v in meta.items() if k != "checksum"}
+    h.update(json.dumps(covered, sort_keys=True).encode())
     return h.hexdigest()

@@ -120,7 +120,7 @@ def simulate(
         fingerprint=fingerprint,
     )
     cols = labels.indices(labeler.state_.labels)
-    p_test = labeler.predict_proba_embeddings(x[test])
+    p_test = labeler.predict_scores_embeddings(x[test])
     thresholds = labeler.thresholds_ if protocol.val_fraction > 0 else None
     metrics = evaluate(y[np.ix_(test, cols)], p_test, thresholds=thresholds)
     return SimulationResult(metrics=metrics, labeler=labeler, node_labels=spaces, seed=seed)

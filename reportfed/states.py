@@ -37,38 +37,41 @@ _STATE = {"affirmed": 1.0, "uncertain": -1.0, "negated": 0.0}
 UNMENTIONED_FLOOR = 0.5
 
 
+def report_mentions(texts: Sequence[str], labels: Sequence[str]) -> list[dict[str, Mention | None]]:
+    """Per report, the mention that decides each lexicon label of ``labels`` (``None``: the text
+    does not name it; labels without a lexicon are absent)."""
+    lexical = [name for name in labels if has_lexicon(name)]
+    return [decisive_mentions(text, lexical) for text in texts]
+
+
 def chexpert_states(
-    texts: Sequence[str], proba: np.ndarray, labels: Sequence[str], thresholds: np.ndarray
+    texts: Sequence[str],
+    proba: np.ndarray,
+    labels: Sequence[str],
+    thresholds: np.ndarray,
+    mentions: Sequence[dict[str, Mention | None]] | None = None,
 ) -> np.ndarray:
-    """``(len(texts), len(labels))`` states: 1.0, 0.0, -1.0 or NaN (see the module docstring)."""
-    return explain_states(texts, proba, labels, thresholds)[0]
-
-
-def explain_states(
-    texts: Sequence[str], proba: np.ndarray, labels: Sequence[str], thresholds: np.ndarray
-) -> tuple[np.ndarray, list[dict[str, Mention | None]]]:
-    """The states of :func:`chexpert_states`, and per report the mention that decided each
-    lexicon label (``None``: no mention; the model or nothing decided)."""
+    """``(len(texts), len(labels))`` states: 1.0, 0.0, -1.0 or NaN (see the module docstring)
+    from the model's probabilities ``proba``; ``mentions`` reuses :func:`report_mentions` of
+    ``texts``."""
     if proba.shape != (len(texts), len(labels)):
         raise ValueError(f"proba has shape {proba.shape}, expected ({len(texts)}, {len(labels)})")
+    mentions = report_mentions(texts, labels) if mentions is None else mentions
     present = proba >= np.asarray(thresholds)
     unmentioned_present = proba >= np.maximum(thresholds, UNMENTIONED_FLOOR)
     out = np.full(proba.shape, np.nan, dtype=np.float32)
     lexical = [c for c, name in enumerate(labels) if has_lexicon(name)]
     other = [c for c, name in enumerate(labels) if not has_lexicon(name) and name != NO_FINDING]
     out[:, other] = present[:, other]
-    decided = []
-    for i, text in enumerate(texts):
-        mentions = decisive_mentions(text, [labels[c] for c in lexical])
+    for i, found in enumerate(mentions):
         for c in lexical:
-            mention = mentions[labels[c]]
+            mention = found[labels[c]]
             if mention is not None:
                 out[i, c] = _STATE[mention.assertion]
             elif unmentioned_present[i, c]:
                 out[i, c] = 1.0
-        decided.append(mentions)
     if NO_FINDING in labels:
         disease = [c for c, name in enumerate(labels) if name not in NOT_DISEASE]
         findings = np.isin(out[:, disease], (1.0, -1.0)).any(axis=1)
         out[:, list(labels).index(NO_FINDING)] = np.where(findings, np.nan, 1.0)
-    return out, decided
+    return out

@@ -68,9 +68,9 @@ def test_a_new_site_imports_labels_from_the_global_model(
     assert main([*args, "--labels", "Effusion, Cardiomegaly", "--out", str(out)]) == 0
     assert "labels ['Pleural Effusion', 'Cardiomegaly'] (no training)" in capsys.readouterr().err
     mine = ReportLabeler.load(out, progress=False)
-    full = labeler.predict_proba_embeddings(x[600:700])
+    full = labeler.predict_scores_embeddings(x[600:700])
     cols = [list(labeler.classes_).index(c) for c in mine.classes_]
-    np.testing.assert_allclose(mine.predict_proba_embeddings(x[600:700]), full[:, cols], rtol=1e-6)
+    np.testing.assert_allclose(mine.predict_scores_embeddings(x[600:700]), full[:, cols], rtol=1e-6)
     np.testing.assert_array_equal(mine.thresholds_, labeler.thresholds_[cols])
 
     assert main([*args, "--labels", "Fracture", "--out", str(tmp_path / "x.safetensors")]) == 2

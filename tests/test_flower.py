@@ -20,6 +20,7 @@ pytest.importorskip("flwr")
 from flwr.app import Array, ArrayRecord, Message
 
 from reportfed.aggregation import Arrays, GlobalState
+from reportfed.calibration import IDENTITY
 from reportfed.config import FederationConfig
 from reportfed.embed.weights import resolve_model_path
 from reportfed.federation.engine import initial_state
@@ -252,6 +253,9 @@ def test_server_app_saves_each_round_and_resumes_after_a_restart(
     assert history["round"].tolist() == [1, 2, 3]
     assert set(three.provenance_["federation"]["nodes"]) == {"a", "b", "c"}
     assert (three.thresholds_ != 0.5).sum() >= 4  # Youden thresholds from the nodes' held-out rows
+    # each node fits a calibration on its held-out rows; the server averages them per label
+    calibrated = (three.calibration_ != np.asarray(IDENTITY)).any(axis=1)
+    assert calibrated.sum() >= 4 and np.isfinite(three.calibration_).all()
 
 
 def test_differential_privacy_clips_and_noises_through_flowers_wrapper(

@@ -50,6 +50,30 @@ def test_fit_predicts_the_union_of_node_labels(fitted) -> None:  # type: ignore[
     ]
 
 
+def test_probabilities_are_calibrated_with_the_mentions(fitted) -> None:  # type: ignore[no-untyped-def]
+    """The calibration fitted on the validation rows reads an affirmed mention as evidence for
+    the finding and a negated one against it, and improves the Brier score on unseen rows."""
+    from reportfed.calibration import FEATURES
+
+    labeler, table = fitted
+    coef = dict(zip(FEATURES, labeler.calibration_[0, :-1], strict=False))
+    assert coef["logit"] > 0 and coef["affirmed"] > 0 > coef["negated"]
+    test = table.subset(np.arange(1200, 1800))
+    y = test.labels[:, test.label_space.indices(list(labeler.classes_))]
+    known = ~np.isnan(y)
+    brier = {
+        name: np.mean((p[known] - y[known]) ** 2)
+        for name, p in (
+            ("scores", labeler.predict_scores(test.texts)),
+            ("calibrated", labeler.predict_proba(test.texts)),
+        )
+    }
+    assert brier["calibrated"] < brier["scores"]
+    effusion = list(labeler.classes_).index("Pleural Effusion")
+    said = labeler.predict_proba(["Small left pleural effusion.", "No pleural effusion."])
+    assert said[0, effusion] > 0.5 > said[1, effusion]
+
+
 def test_save_load_round_trip_is_exact(fitted, tmp_path, embeddings_cache) -> None:  # type: ignore[no-untyped-def]
     labeler, table = fitted
     path = labeler.save(tmp_path / "m.safetensors")
@@ -57,6 +81,7 @@ def test_save_load_round_trip_is_exact(fitted, tmp_path, embeddings_cache) -> No
     texts = table.texts[:50]
     assert np.array_equal(loaded.predict_proba(texts), labeler.predict_proba(texts))
     assert np.array_equal(loaded.thresholds_, labeler.thresholds_)
+    assert np.array_equal(loaded.calibration_, labeler.calibration_)
     assert list(loaded.classes_) == list(labeler.classes_)
     # the file keeps the architecture; how the model was trained is provenance
     assert (loaded.config.hidden, loaded.config.dropout, loaded.config.skip) == (
@@ -147,13 +172,14 @@ def _rewrite(path, edit) -> None:  # type: ignore[no-untyped-def]
     save_file(tensors, str(path), metadata={"reportfed": json.dumps(meta)})
 
 
-def test_edited_metadata_fails_the_checksum_and_v1_files_still_load(fitted, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_edited_metadata_fails_the_checksum_v1_is_refused_and_v3_loads(fitted, tmp_path) -> None:  # type: ignore[no-untyped-def]
     from reportfed.model_file import checksum as _checksum
 
     labeler, _ = fitted
     for edit in (
         lambda m: m["labels"].reverse(),  # swapped columns
         lambda m: m["thresholds"].__setitem__(0, 0.0),
+        lambda m: m["calibration"][0].__setitem__(0, 5.0),
         lambda m: m.__setitem__("granularity", "report"),
     ):
         path = labeler.save(tmp_path / "m.safetensors")
@@ -161,24 +187,45 @@ def test_edited_metadata_fails_the_checksum_and_v1_files_still_load(fitted, tmp_
         with pytest.raises(ModelFileError, match="checksum"):
             ReportLabeler.load(path, progress=False)
 
-    def inconsistent(meta) -> None:  # type: ignore[no-untyped-def]
-        meta["thresholds"] = meta["thresholds"][:2]  # a short list, checksum made to match
-        meta["checksum"] = _checksum(tensors_of(path), meta)
-
     def tensors_of(p):  # type: ignore[no-untyped-def]
         from safetensors.numpy import load_file
 
         return load_file(str(p))
 
+    def resealed(edit):  # type: ignore[no-untyped-def]
+        """``edit``, then a checksum made to match (what a careful forger would do)."""
+
+        def rewrite(meta) -> None:  # type: ignore[no-untyped-def]
+            edit(meta)
+            meta["checksum"] = _checksum(tensors_of(path), meta)
+
+        return rewrite
+
+    for edit in (
+        lambda m: m.__setitem__("thresholds", m["thresholds"][:2]),  # a short list
+        lambda m: m["thresholds"].__setitem__(0, float("nan")),
+        lambda m: m["labels"].__setitem__(1, m["labels"][0]),  # a duplicate label
+        lambda m: m.__setitem__("calibration", m["calibration"][:1]),
+    ):
+        path = labeler.save(tmp_path / "m.safetensors")
+        _rewrite(path, resealed(edit))
+        with pytest.raises(ModelFileError, match="inconsistent model metadata"):
+            ReportLabeler.load(path, progress=False)
+
+    # /1's checksum covers the weights only, so a swapped label list would pass: refused
     path = labeler.save(tmp_path / "m.safetensors")
-    _rewrite(path, inconsistent)
-    with pytest.raises(ModelFileError, match="inconsistent model metadata"):
+    _rewrite(path, lambda m: m.__setitem__("format", "reportfed-model/1"))
+    with pytest.raises(ModelFileError, match=r"reportfed-model/1 file.*retrain"):
         ReportLabeler.load(path, progress=False)
 
-    def version_one(meta) -> None:  # type: ignore[no-untyped-def]
-        meta["format"] = "reportfed-model/1"
-        meta["checksum"] = _checksum(tensors_of(path), None)
+    # /3 has no calibration: its probabilities are the model's scores
+    def version_three(meta) -> None:  # type: ignore[no-untyped-def]
+        meta["format"] = "reportfed-model/3"
+        del meta["calibration"]
 
     path = labeler.save(tmp_path / "m.safetensors")
-    _rewrite(path, version_one)
-    assert list(ReportLabeler.load(path, progress=False).classes_) == list(labeler.classes_)
+    _rewrite(path, resealed(version_three))
+    old = ReportLabeler.load(path, progress=False)
+    assert list(old.classes_) == list(labeler.classes_)
+    texts = ["Small left pleural effusion.", "No acute disease."]
+    np.testing.assert_allclose(old.predict_proba(texts), labeler.predict_scores(texts), atol=1e-6)

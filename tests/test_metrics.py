@@ -5,6 +5,7 @@ from reportfed.metrics import (
     accuracy_at,
     auroc,
     evaluate,
+    expected_calibration_error,
     f1_at,
     prevalence_accuracy,
     youden_thresholds,
@@ -36,3 +37,11 @@ def test_nan_entries_are_masked_and_one_class_labels_are_left_out() -> None:
 def test_shape_mismatch_is_an_error() -> None:
     with pytest.raises(ValueError, match="differ in shape"):
         auroc(np.zeros((3, 2)), np.zeros((3, 1)))
+
+
+def test_expected_calibration_error_on_a_known_case() -> None:
+    """Bins of width 0.1: [0.9] holds one positive (gap 0.1), [0.1] one negative (0.1),
+    [0.8] two rows, one positive (|0.8 - 0.5| = 0.3); masked rows are left out."""
+    y = np.array([[1], [0], [1], [0], [np.nan]])
+    p = np.array([[0.9], [0.1], [0.8], [0.8], [0.5]])
+    assert expected_calibration_error(y, p)[0] == pytest.approx((0.1 + 0.1 + 2 * 0.3) / 4)

@@ -38,6 +38,7 @@ from flwr.supercore.differential_privacy import KEY_CLIPPING_NORM
 
 from reportfed import schema
 from reportfed.aggregation import GlobalState
+from reportfed.calibration import calibration_features, fit_calibration
 from reportfed.config import FederationConfig
 from reportfed.errors import ReportfedError
 from reportfed.federation.engine import initial_state, local_round
@@ -156,7 +157,8 @@ def train(msg: Message, context: Context) -> Message:
 
 @app.evaluate()
 def evaluate(msg: Message, context: Context) -> Message:
-    """Per-label AUROC and F1 threshold of the received rows on the held-out rows."""
+    """Per-label AUROC, F1 threshold and calibration of the received rows on the held-out
+    rows."""
     state, meta = unpack(msg)
     return reply(msg, _evaluation(_node_data(context), state, federation_config(meta)))
 
@@ -167,4 +169,5 @@ def _evaluation(site: NodeData, state: GlobalState, config: FederationConfig) ->
     model = global_model(state, int(site.node.x.shape[-1]), config)
     y = site.val_y[:, site.node.labels.indices(labels)]
     p = predict_proba(model, torch.from_numpy(site.val_x))[:, state.labels.indices(labels)]
-    return evaluation_records(labels, y, p)
+    features = calibration_features(p, site.val_mentions, labels)
+    return evaluation_records(labels, y, p, fit_calibration(features, y))

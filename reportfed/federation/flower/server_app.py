@@ -25,6 +25,7 @@ from flwr.supercore import log
 
 from reportfed import __version__, schema
 from reportfed.aggregation import Arrays, GlobalState
+from reportfed.calibration import IDENTITY
 from reportfed.config import FederationConfig
 from reportfed.errors import ConfigError
 from reportfed.federation.engine import initial_state
@@ -52,6 +53,7 @@ def _save(
     model = ModelFile(
         state=state,
         thresholds=[strategy.thresholds.get(name, 0.5) for name in state.labels],
+        calibration=[strategy.calibration.get(name, list(IDENTITY)) for name in state.labels],
         granularity=settings.granularity,
         embedder={
             "spec": settings.embedder,

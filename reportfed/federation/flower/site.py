@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from reportfed.assertion import Mention
 from reportfed.data.partition import split_rows
 from reportfed.data.table import Blank, Uncertain, read_reports
 from reportfed.embed import DEFAULT_EMBEDDER, make_embedder
@@ -17,15 +18,18 @@ from reportfed.errors import ReportfedError
 from reportfed.federation.engine import Node
 from reportfed.labels import LabelSpace
 from reportfed.sentences import Granularity
+from reportfed.states import report_mentions
 
 
 @dataclass
 class NodeData:
-    """A node's training data (``node``), held-out rows and embedder fingerprint."""
+    """A node's training data (``node``), held-out rows (embeddings, labels and the mentions
+    of each held-out report, for calibration) and embedder fingerprint."""
 
     node: Node
     val_x: np.ndarray
     val_y: np.ndarray
+    val_mentions: list[dict[str, Mention | None]]
     fingerprint: str
 
 
@@ -60,4 +64,5 @@ def load_node_data(
     if not len(fit):
         raise ReportfedError(f"{data}: no training rows left after holding out {val_fraction:.0%}")
     node = Node(name, x[fit], table.labels[fit], table.label_space)
-    return NodeData(node, x[val], table.labels[val], emb.fingerprint)
+    mentions = report_mentions([table.texts[i] for i in val], list(table.label_space))
+    return NodeData(node, x[val], table.labels[val], mentions, emb.fingerprint)

@@ -21,8 +21,8 @@ whole life (a resumed run goes on from its checkpoint's round). Flow of a run:
    node's held-out rows when round ``r + 1``'s train message reaches it, before it trains, and
    comes back with its update: a round is one exchange. The final model is evaluated by an
    ``evaluate`` message after the last round. Evaluations are averaged per label over the nodes
-   having it (weighted by their annotated rows), and the per-label thresholds kept for the model
-   file.
+   having it (weighted by their annotated rows); the per-label thresholds, and the calibrations
+   the nodes fitted on the same rows (:mod:`reportfed.calibration`), are kept for the model file.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ from flwr.serverapp.strategy import Strategy
 from flwr.supercore import log
 
 from reportfed.aggregation import Arrays, GlobalState, NodeUpdate, node_arrays
+from reportfed.calibration import COEFFICIENTS
 from reportfed.federation.flower.history import RunHistory
 from reportfed.federation.flower.registry import Registry
 from reportfed.federation.flower.wire import (
@@ -103,6 +104,7 @@ class SurgicalAggregation(Strategy):
         self.evaluate_every = evaluate_every
         self.last_round = 0
         self.thresholds: dict[str, float] = {}
+        self.calibration: dict[str, list[float]] = {}
         self.history = RunHistory()
         self.server: SurgicalServer | None = None
         self._awaiting: set[int] = set()
@@ -282,8 +284,10 @@ class SurgicalAggregation(Strategy):
     def _evaluated(self, server_round: int, replies: Iterable[Message]) -> MetricRecord | None:
         """Per-label AUROC and threshold of the global model after ``server_round``, averaged
         over the nodes having the label (weighted by their rows), recorded in the history; the
-        thresholds are kept for the model file."""
+        thresholds and calibrations (averaged over the nodes that fitted one) are kept for the
+        model file."""
         sums: dict[str, np.ndarray] = {}  # label -> [n, n*auroc, n*threshold]
+        calibrations: dict[str, np.ndarray] = {}  # label -> [n, n*coefficient...]
         for reply in replies:
             member = self.registry.members.get(reply.metadata.src_node_id)
             if member is None or reply.has_error() or EVALUATION not in reply.content:
@@ -293,6 +297,11 @@ class SurgicalAggregation(Strategy):
                 m = reply.content.metric_records[EVALUATION]
                 columns = [m["n"], m["auroc"], m["threshold"]]
                 stats = np.asarray(columns, dtype=np.float64).reshape(3, len(labels))
+                coef = np.asarray(m.get("calibration", []), dtype=np.float64)
+                fitted = np.asarray(m.get("calibrated", []), dtype=bool)
+                coef = coef.reshape(len(fitted), len(COEFFICIENTS))
+                if len(fitted) not in (0, len(labels)):
+                    raise ValueError(f"{len(fitted)} calibrations for {len(labels)} labels")
             except (KeyError, TypeError, ValueError) as exc:
                 log(ERROR, "malformed evaluation from %r: %s", member.name, exc)
                 continue
@@ -301,6 +310,9 @@ class SurgicalAggregation(Strategy):
                 if n > 0 and np.isfinite([auc, thr]).all():
                     sums.setdefault(label, np.zeros(3))
                     sums[label] += (n, n * auc, n * thr)
+                if len(fitted) and fitted[j] and n > 0 and np.isfinite(coef[j]).all():
+                    calibrations.setdefault(label, np.zeros(1 + len(COEFFICIENTS)))
+                    calibrations[label] += (n, *(n * coef[j]))
         if not sums:
             return None
         out: dict[str, int | float | list[int] | list[float]] = {}
@@ -309,6 +321,9 @@ class SurgicalAggregation(Strategy):
                 n, auc, thr = sums[label]
                 out[f"auroc/{label}"] = float(auc / n)
                 self.thresholds[label] = float(thr / n)
+            if label in calibrations:
+                n, *weighted = calibrations[label]
+                self.calibration[label] = [float(v / n) for v in weighted]
         out["macro-auroc"] = float(np.mean([v for k, v in out.items() if k.startswith("auroc/")]))
         rows = {label: int(sums[label][0]) for label in self.labels if label in sums}
         out["min-rows"] = min(rows.values())

@@ -60,18 +60,26 @@ def unpack(msg: Message) -> tuple[GlobalState, ConfigRecord]:
     return GlobalState(labels, shared, task), meta
 
 
-def evaluation_records(labels: list[str], y: np.ndarray, p: np.ndarray) -> dict[str, Any]:
+def evaluation_records(
+    labels: list[str],
+    y: np.ndarray,
+    p: np.ndarray,
+    calibration: tuple[np.ndarray, np.ndarray] | None = None,
+) -> dict[str, Any]:
     """A node's evaluation: per-label annotated rows, AUROC and F1 threshold of ``p`` on its
-    held-out labels ``y`` (columns in ``labels`` order)."""
+    held-out labels ``y`` (columns in ``labels`` order) and, where given, its calibration
+    (coefficients and which labels were fitted, :func:`reportfed.calibration.fit_calibration`)."""
     n = (~np.isnan(y)).sum(axis=0) if len(y) else np.zeros(len(labels), dtype=int)
     aucs = auroc(y, p) if len(y) else np.full(len(labels), np.nan)
     thresholds = f1_thresholds(y, p) if len(y) else np.full(len(labels), 0.5)
-    metrics = MetricRecord(
-        {
-            "num-examples": len(y),
-            "n": [int(v) for v in n],
-            "auroc": [float(v) for v in aucs],
-            "threshold": [float(v) for v in thresholds],
-        }
-    )
-    return {EVALUATED: ConfigRecord({"labels": labels}), EVALUATION: metrics}
+    metrics: dict[str, Any] = {
+        "num-examples": len(y),
+        "n": [int(v) for v in n],
+        "auroc": [float(v) for v in aucs],
+        "threshold": [float(v) for v in thresholds],
+    }
+    if calibration is not None:
+        coef, fitted = calibration
+        metrics["calibration"] = [float(v) for v in coef.ravel()]
+        metrics["calibrated"] = [int(v) for v in fitted]
+    return {EVALUATED: ConfigRecord({"labels": labels}), EVALUATION: MetricRecord(metrics)}

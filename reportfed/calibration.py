@@ -1,0 +1,96 @@
+"""A presence probability that has read the text: the model's score fused with the mentions.
+
+A logistic regression (Platt scaling widened by the text's assertion) over four features of a
+report and label:
+
+* the model's logit (max pooled over sentences);
+* three flags from the report's decisive mention of the label (:mod:`reportfed.assertion`):
+  affirmed, negated, uncertain (all 0 when the text does not name the finding).
+
+It is fitted on the sites' validation rows (rows the model did not train on), over every
+annotated (report, label) cell at once: the four feature coefficients are shared by the labels
+(a negation means the same for every finding) and each label has its own intercept, so that
+rare labels, with a handful of validation positives, borrow strength from the others. A label
+with no validation row keeps the model's score (the identity coefficients). A custom label has
+no lexicon, so its flags are 0 and it is Platt-scaled.
+
+Measured on IU (``benchmarks/labels_iu.py``, seeds 0-2, 306 validation reports): one regression
+per label fitted its rare labels on a few positives and made the expected calibration error
+worse than the model's (0.0128 against 0.0112); the shared regression improves macro AUROC
+(0.963 to 0.970), Brier score (0.0219 to 0.0194) and ECE (0.0112 to 0.0107).
+
+A Flower federation fits one calibration per node on its held-out rows and the server averages
+the coefficients over the nodes having the label, weighted by their annotated rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from reportfed.assertion import Mention
+
+#: the features, in coefficient order
+FEATURES = ("logit", "affirmed", "negated", "uncertain")
+#: a label's coefficients: one per feature, then the intercept
+COEFFICIENTS = (*FEATURES, "intercept")
+#: coefficients that return the model's score unchanged
+IDENTITY = (1.0, 0.0, 0.0, 0.0, 0.0)
+#: annotated validation rows a label needs to be calibrated
+MIN_ROWS = 20
+#: L2 strength of the logistic fit (scikit-learn's ``C``; smaller is stronger)
+C = 1.0
+_FLAG = {"affirmed": 1, "negated": 2, "uncertain": 3}
+_EPS = 1e-6
+
+
+def identity_calibration(n_labels: int) -> np.ndarray:
+    """``(n_labels, 5)`` coefficients that keep the model's scores."""
+    return np.tile(np.asarray(IDENTITY), (n_labels, 1))
+
+
+def calibration_features(
+    scores: np.ndarray, mentions: Sequence[dict[str, Mention | None]], labels: Sequence[str]
+) -> np.ndarray:
+    """``(n, labels, 4)``: the logit of ``scores`` ``(n, labels)`` and each report's decisive
+    mention flags (``mentions``: per report, label -> mention, as
+    :func:`reportfed.assertion.decisive_mentions` gives them; a label absent is not mentioned)."""
+    p = np.clip(np.asarray(scores, dtype=np.float64), _EPS, 1 - _EPS)
+    out = np.zeros((*p.shape, len(FEATURES)))
+    out[..., 0] = np.log(p / (1 - p))
+    for i, found in enumerate(mentions):
+        for c, name in enumerate(labels):
+            mention = found.get(name)
+            if mention is not None:
+                out[i, c, _FLAG[mention.assertion]] = 1.0
+    return out
+
+
+def fit_calibration(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Coefficients ``(labels, 5)`` from features ``x`` ``(n, labels, 4)`` and truth ``y``
+    ``(n, labels)`` (NaN = not annotated), and which labels were fitted (the others keep the
+    identity: no annotated row, or fewer than :data:`MIN_ROWS` annotated cells or one class in
+    all). One logistic regression over every annotated (report, label) cell: the feature
+    coefficients are shared by the labels, the intercept is the label's own."""
+    from sklearn.linear_model import LogisticRegression
+
+    n_labels = y.shape[1]
+    coef = identity_calibration(n_labels)
+    known = ~np.isnan(y)
+    fitted = known.any(axis=0)
+    if known.sum() < MIN_ROWS or len(np.unique(y[known])) < 2:
+        return coef, np.zeros(n_labels, dtype=bool)
+    rows, labels = np.nonzero(known)
+    design = np.hstack([x[rows, labels], np.eye(n_labels)[labels]])
+    model = LogisticRegression(C=C, max_iter=1000).fit(design, y[rows, labels])
+    weights = model.coef_[0]
+    coef[fitted, :-1] = weights[: len(FEATURES)]
+    coef[fitted, -1] = model.intercept_[0] + weights[len(FEATURES) :][fitted]
+    return coef, fitted
+
+
+def calibrate(coef: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Calibrated probabilities ``(n, labels)`` (float32) of features ``x`` ``(n, labels, 4)``."""
+    z = np.einsum("nlf,lf->nl", x, coef[:, :-1]) + coef[:, -1]
+    return (1 / (1 + np.exp(-z))).astype(np.float32)
