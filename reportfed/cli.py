@@ -21,20 +21,14 @@ import pandas as pd
 from reportfed import schema
 from reportfed.config import FederationConfig
 from reportfed.errors import ReportfedError, ReportfedWarning
-from reportfed.io import atomic_write, check_writable
+from reportfed.io import atomic_write, check_writable, table_data, table_format, write_together
 from reportfed.labels import CHEXPERT_13, CHEXPERT_14
+from reportfed.model_file import encode_model
 from reportfed.sentences import GRANULARITIES, GRANULARITY_HELP
 
 
 def _say(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
-
-
-def _write_table(frame: pd.DataFrame, path: Path) -> None:
-    if path.suffix.lower() in (".parquet", ".pq"):
-        atomic_write(path, lambda tmp: frame.to_parquet(tmp, index=False))
-    else:
-        atomic_write(path, lambda tmp: frame.to_csv(tmp, index=False))
 
 
 def _names(text: str) -> list[str]:
@@ -62,6 +56,7 @@ def cmd_corpus(args: argparse.Namespace) -> None:
         unknown = [n for n in labels if n not in CHEXPERT_14]
         if unknown:
             raise ReportfedError(f"IU has no {unknown} labels; it has {list(CHEXPERT_14)}")
+    _check_outputs([], tables=[("--out", Path(args.out))])
     frame = load_iu_frame(args.archive, granuloma_as_lesion=args.granuloma_as_lesion)
     frame = frame[frame["text"] != ""]
     if args.sample is not None:
@@ -78,7 +73,7 @@ def cmd_corpus(args: argparse.Namespace) -> None:
         }
     )
     out = pd.concat([out, frame[labels]], axis=1)
-    _write_table(out, Path(args.out))
+    atomic_write(args.out, table_data(out, args.out))
     _say(
         f"wrote {len(out)} IU reports to {args.out}\n"
         + _counts(labels, out[labels].to_numpy(float))
@@ -109,7 +104,11 @@ def cmd_embed(args: argparse.Namespace) -> None:
         f"{len(table)} reports -> {x.shape[-1]}-dim embeddings with {embedder.fingerprint} in "
         f"{secs:.2f} s: {counts['new']} distinct {unit} embedded ({rate}), {counts['cached']} "
         f"from the cache {args.cache_dir}"
-        + (f"; skipped {table.skipped_empty} empty reports" if table.skipped_empty else "")
+        + (
+            f"; skipped {table.skipped_empty} empty or wordless reports"
+            if table.skipped_empty
+            else ""
+        )
     )
 
 
@@ -151,7 +150,7 @@ def cmd_train(args: argparse.Namespace) -> None:
             annotated = [n for n in t.label_space if n not in t.blank_columns]
             _say(
                 f"node {p}: {len(t)} reports, labels {annotated}"
-                + (f", skipped {t.skipped_empty} empty" if t.skipped_empty else "")
+                + (f", skipped {t.skipped_empty} empty or wordless" if t.skipped_empty else "")
                 + (
                     f"; not annotated on any row (left out): {list(t.blank_columns)}"
                     if t.blank_columns
@@ -167,7 +166,6 @@ def cmd_train(args: argparse.Namespace) -> None:
         summary = {"nodes": labeler.provenance_["nodes"]}
     else:
         labeler, summary = _train_iu(labeler, args)
-    labeler.save(args.out)
     summary.update(
         {
             "model": str(args.out),
@@ -175,7 +173,12 @@ def cmd_train(args: argparse.Namespace) -> None:
             "thresholds": [round(float(t), 4) for t in labeler.thresholds_],
         }
     )
-    atomic_write(args.metrics, json.dumps(summary, indent=2).encode())
+    write_together(
+        [
+            (args.out, encode_model(labeler.model_file())),
+            (args.metrics, json.dumps(summary, indent=2).encode()),
+        ]
+    )
     _say(f"wrote model {args.out} and summary {args.metrics}")
 
 
@@ -185,6 +188,12 @@ def _train_iu(labeler, args: argparse.Namespace) -> tuple[Any, dict]:
     from reportfed.protocol import Protocol, simulate
 
     labels = CHEXPERT_14 if args.with_no_finding else CHEXPERT_13
+    if args.nodes < 1:
+        raise ReportfedError(f"--nodes must be at least 1, got {args.nodes}")
+    if not 0 <= args.shared <= len(labels):
+        raise ReportfedError(
+            f"--shared must be in [0, {len(labels)}] (the labels), got {args.shared}"
+        )
     table = load_iu(args.archive).select_labels(list(labels))
     table = table.fully_annotated()
     protocol = Protocol(
@@ -223,10 +232,13 @@ def cmd_label(args: argparse.Namespace) -> None:
     extra = {flag: Path(value) for flag, value in
              (("--probabilities", args.probabilities), ("--evidence", args.evidence)) if value}  # fmt: skip
     paths = [("--out", out), *extra.items()]
-    _check_outputs(paths, inputs=[("--reports", Path(args.reports))])
+    _check_outputs([], tables=paths, inputs=[("--reports", Path(args.reports))])
     table = read_reports(args.reports, text_column=args.text_column)
     if table.skipped_empty:
-        _say(f"skipped {table.skipped_empty} empty or missing reports")
+        _say(
+            f"skipped {table.skipped_empty} reports that are empty, missing or without a word "
+            "(a number is no report)"
+        )
     labeler = (
         ReportLabeler.load(args.model, cache_dir=args.cache_dir)
         if args.model
@@ -244,11 +256,13 @@ def cmd_label(args: argparse.Namespace) -> None:
         columns = dict(zip(names, values.T, strict=True))
         return pd.DataFrame({**ids, "Reports": table.texts, **columns})
 
-    _write_table(frame(read.states), out)
+    tables = {"--out": frame(read.states)}
     if "--probabilities" in extra:
-        _write_table(frame(read.proba), extra["--probabilities"])
+        tables["--probabilities"] = frame(read.proba)
     if read.evidence is not None:
-        _write_table(read.evidence, extra["--evidence"])
+        tables["--evidence"] = read.evidence
+    written = dict(paths)
+    write_together([(written[flag], table_data(t, written[flag])) for flag, t in tables.items()])
     _say(
         f"labelled {len(table)} reports in {time.perf_counter() - start:.2f} s -> {out}"
         " (1 positive, 0 negated, -1 uncertain, blank not mentioned)"
@@ -256,12 +270,21 @@ def cmd_label(args: argparse.Namespace) -> None:
 
 
 def _check_outputs(
-    outputs: list[tuple[str, Path]], inputs: Sequence[tuple[str, Path]] = ()
+    outputs: list[tuple[str, Path]],
+    *,
+    tables: Sequence[tuple[str, Path]] = (),
+    inputs: Sequence[tuple[str, Path]] = (),
 ) -> None:
-    """Before any work: every output writable, none of them an input or another output."""
-    for _, path in outputs:
+    """Before any work: every output writable, every table's suffix a format it can be written
+    in, none of them an input or another output."""
+    for _, path in [*outputs, *tables]:
         check_writable(path)
-    named = [*inputs, *outputs]
+    for flag, path in tables:
+        try:
+            table_format(path)
+        except ReportfedError as exc:
+            raise ReportfedError(f"{flag} {exc}") from None
+    named = [*inputs, *outputs, *tables]
     for i, (flag, path) in enumerate(named):
         for other, other_path in named[:i]:
             if path.resolve() == other_path.resolve():

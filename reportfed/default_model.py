@@ -16,8 +16,8 @@ import numpy as np
 from reportfed import __version__
 from reportfed.errors import ModelFileError
 from reportfed.labeler import ReportLabeler
-from reportfed.model_file import FORMAT
 from reportfed.labels import CHEXPERT_14
+from reportfed.model_file import FORMAT
 from reportfed.paths import cache_dir
 
 SITES = 2

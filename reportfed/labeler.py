@@ -32,7 +32,7 @@ from reportfed.embed import DEFAULT_EMBEDDER, Embedder, make_embedder
 from reportfed.embed.granularity import embed_reports
 from reportfed.errors import ConfigError, ModelFileError, ReportfedError, ReportfedWarning
 from reportfed.federation.engine import FederationConfig, Node, run_federation
-from reportfed.labels import LabelSpace
+from reportfed.labels import LabelSpace, warn_if_all_positive
 from reportfed.metrics import f1_thresholds
 from reportfed.model import decisive_sentences, global_model, predict_state
 from reportfed.model_file import ModelFile, read_model, write_model
@@ -225,9 +225,9 @@ class ReportLabeler:
             cols = np.flatnonzero(~np.isnan(y[np.concatenate([val, fit])]).all(axis=0))
             if not len(cols):
                 raise ReportfedError(f"node {name!r} has no annotated label")
-            fed_nodes.append(
-                Node(name, x[fit], y[np.ix_(fit, cols)], LabelSpace(tuple(labels[c] for c in cols)))
-            )
+            own = LabelSpace(tuple(labels[c] for c in cols))
+            warn_if_all_positive(name, y[np.ix_(np.concatenate([val, fit]), cols)], own)
+            fed_nodes.append(Node(name, x[fit], y[np.ix_(fit, cols)], own))
             masked = np.full((len(val), len(labels)), np.nan, dtype=np.float32)
             masked[:, cols] = y[np.ix_(val, cols)]
             val_rows.append(val)
@@ -270,7 +270,7 @@ class ReportLabeler:
         fingerprint: str,
         input_dim: int,
         thresholds: Sequence[float] | None,
-        calibration: np.ndarray | None,
+        calibration: np.ndarray | Sequence[Sequence[float]] | None,
         provenance: dict[str, Any],
     ) -> None:
         self.state_ = state
@@ -410,7 +410,9 @@ class ReportLabeler:
         self, texts: Sequence[str], ids: Sequence[str] | None = None
     ) -> pd.DataFrame:
         """Why each state is what it is (see :meth:`annotate`)."""
-        return self.annotate(texts, ids, evidence=True).evidence  # type: ignore[return-value]
+        evidence = self.annotate(texts, ids, evidence=True).evidence
+        assert evidence is not None
+        return evidence
 
     def annotate(
         self, texts: Sequence[str], ids: Sequence[str] | None = None, *, evidence: bool = True
@@ -472,23 +474,25 @@ class ReportLabeler:
     # -- persistence -------------------------------------------------------------------------
     def save(self, path: str | Path) -> Path:
         """Write the model to one safetensors file (:mod:`reportfed.model_file`), atomically."""
+        return write_model(path, self.model_file())
+
+    def model_file(self) -> ModelFile:
+        """What :meth:`save` writes: weights, labels, thresholds, calibration, embedder,
+        architecture and provenance."""
         self._check_fitted()
-        return write_model(
-            path,
-            ModelFile(
-                state=self.state_,
-                thresholds=[float(t) for t in self.thresholds_],
-                calibration=self.calibration_.tolist(),
-                granularity=self.granularity_,
-                embedder={
-                    "spec": self.embedder,
-                    "base_url": self.base_url,
-                    "fingerprint": self.embedder_fingerprint_,
-                    "dim": self.input_dim_,
-                },
-                architecture=architecture(self.config),
-                provenance=self.provenance_,
-            ),
+        return ModelFile(
+            state=self.state_,
+            thresholds=[float(t) for t in self.thresholds_],
+            calibration=self.calibration_.tolist(),
+            granularity=self.granularity_,
+            embedder={
+                "spec": self.embedder,
+                "base_url": self.base_url,
+                "fingerprint": self.embedder_fingerprint_,
+                "dim": self.input_dim_,
+            },
+            architecture=architecture(self.config),
+            provenance=self.provenance_,
         )
 
     @classmethod

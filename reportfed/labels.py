@@ -7,13 +7,14 @@ different vocabularies ("Effusion", "pleural_effusion", "Enlarged Cardiom.") nev
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import overload
 
 import numpy as np
 
-from reportfed.errors import LabelError
+from reportfed.errors import LabelError, ReportfedWarning
 
 #: The CheXpert labeler's 14 observations, in its output column order.
 CHEXPERT_14: tuple[str, ...] = (
@@ -197,3 +198,23 @@ def check_label_matrix(y: np.ndarray, rows: int, labels: LabelSpace, what: str) 
     ``what`` holds it): the one shape rule of every labelled-rows type (reports, nodes, images)."""
     if y.shape != (rows, len(labels)):
         raise ValueError(f"{what}: labels shape {y.shape} != ({rows}, {len(labels)})")
+
+
+#: annotated rows from which a label that is never 0 is worth a warning
+ALL_POSITIVE_ROWS = 10
+
+
+def warn_if_all_positive(site: str, y: np.ndarray, labels: LabelSpace) -> None:
+    """Warn when ``site`` annotates a label 1 on every one of at least
+    :data:`ALL_POSITIVE_ROWS` rows of ``y``: with no negative example the model learns to call
+    it present on every report, normal ones included."""
+    for c, name in enumerate(labels):
+        known = y[~np.isnan(y[:, c]), c]
+        if len(known) >= ALL_POSITIVE_ROWS and (known == 1).all():
+            warnings.warn(
+                f"site {site!r} labels {name!r} 1 on all its {len(known)} annotated rows (no "
+                "negative example): the model will call it present on every report; check the "
+                "column, or leave it blank where a report does not say",
+                ReportfedWarning,
+                stacklevel=3,
+            )

@@ -50,6 +50,11 @@ class ModelFile:
 
 def write_model(path: str | Path, model: ModelFile) -> Path:
     """Write ``model`` to ``path`` atomically."""
+    return atomic_write(path, encode_model(model))
+
+
+def encode_model(model: ModelFile) -> bytes:
+    """The bytes of ``model``'s file (safetensors, metadata and checksum in its header)."""
     from safetensors.numpy import save
 
     tensors = flatten(model.state.shared, model.state.task)
@@ -64,7 +69,7 @@ def write_model(path: str | Path, model: ModelFile) -> Path:
         "provenance": model.provenance,
     }
     meta["checksum"] = checksum(tensors, meta)
-    return atomic_write(path, save(tensors, metadata={"reportfed": json.dumps(meta)}))
+    return save(tensors, metadata={"reportfed": json.dumps(meta)})
 
 
 def read_model(path: str | Path) -> ModelFile:
@@ -73,6 +78,8 @@ def read_model(path: str | Path) -> ModelFile:
     from safetensors import safe_open
 
     path = Path(path)
+    if path.is_dir():
+        raise ModelFileError(f"{path}: is a directory, not a model file")
     if not path.is_file():
         raise ModelFileError(f"{path}: no such model file")
     try:

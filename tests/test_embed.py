@@ -74,6 +74,30 @@ def test_a_shard_of_another_dimension_is_dropped_not_fatal(minilm, tmp_path) -> 
     assert counting.calls[-1] == ["New text."]  # the foreign vector was dropped, not returned
 
 
+def test_shards_all_of_a_wrong_size_and_a_directory_entry_are_removed(
+    minilm, tmp_path, caplog
+) -> None:  # type: ignore[no-untyped-def]
+    """Every shard rewritten with 8-dim vectors (digests valid), with and without the recorded
+    size, and a directory where a shard should be: removed with a warning, texts re-embedded."""
+    counting = Counting(minilm)
+    good = embed_texts(TEXTS, counting, cache_dir=tmp_path, progress=False)
+    cache = EmbeddingCache(tmp_path, minilm.fingerprint)
+    assert cache.dim == 384
+    keys = [text_key(t) for t in dict.fromkeys(TEXTS)]
+    for recorded in (True, False):
+        for shard in cache.dir.glob("shard-*.npz"):
+            shard.unlink()
+        if not recorded:
+            (cache.dir / "dim.txt").unlink()
+        cache.store(keys, np.ones((len(keys), 8), dtype=np.float32))
+        (cache.dir / "dim.txt").write_text("384") if recorded else (cache.dir / "dim.txt").unlink()
+        (cache.dir / "shard-0000.npz").mkdir()
+        again = embed_texts(TEXTS, counting, cache_dir=tmp_path, progress=False)
+        assert again.shape == (4, 384) and np.allclose(again, good, atol=1e-6)
+        assert not (cache.dir / "shard-0000.npz").exists()
+        assert "corrupted" in caplog.text and cache.dim == 384
+
+
 def test_unknown_embedder_kind_is_a_one_line_error() -> None:
     from reportfed.errors import EmbeddingError
 

@@ -173,3 +173,27 @@ def test_other_delimiters_gzip_and_header_case(tmp_path) -> None:
     assert header.texts == ["No effusion.", "Cardiomegaly."]  # the header is not a report
     (tmp_path / "g.csv.gz").write_bytes(gzip.compress(b"Reports,Edema\nNo edema.,0\n"))
     assert read_reports(tmp_path / "g.csv.gz").texts == ["No edema."]
+
+
+def test_reports_without_a_word_are_skipped_and_a_numeric_parquet_column_refused(
+    tmp_path,
+) -> None:
+    """A number is no report: labelled, it came out No Finding = 1."""
+    path = write(tmp_path, "r.csv", "id,Reports\nr1,12345\nr2,3.14\nr3,-1\nr4,Small effusion.\n")
+    table = read_reports(path)
+    assert table.texts == ["Small effusion."] and table.ids == ["r4"] and table.skipped_empty == 3
+    with pytest.raises(InputFileError, match=r"no usable report text.*without a word"):
+        read_reports(write(tmp_path, "n.csv", "text\n12345\n-1\n"))
+    for values in ([1.5, 2.5], [1, 2], [True, False]):
+        pd.DataFrame({"Reports": values}).to_parquet(tmp_path / "r.parquet")
+        with pytest.raises(InputFileError, match=r"column 'Reports' holds .* not report text"):
+            read_reports(tmp_path / "r.parquet")
+
+
+def test_a_five_megabyte_report_is_read_and_an_open_quote_names_its_line(tmp_path) -> None:
+    long = "No pleural effusion. " * 250_000  # 5.25 MB, over the csv module's 131,072 default
+    table = read_reports(write(tmp_path, "r.csv", f'Reports\n"{long}"\nCardiomegaly.\n'))
+    assert [len(t) for t in table.texts] == [len(long.strip()), 13]
+    broken = 'id,Reports\nr1,"Heart normal."\nr2,"Small\neffusion.\nr3,Clear.\n'
+    with pytest.raises(InputFileError, match=r"quote opened on line 3 \(row 3\) is never closed"):
+        read_reports(write(tmp_path, "q.csv", broken))

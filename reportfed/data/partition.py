@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from reportfed.errors import ConfigError
 from reportfed.labels import LabelSpace
 
 
 def iid_rows(n_rows: int, n_nodes: int, rng: np.random.Generator) -> list[np.ndarray]:
     """Shuffle rows and cut them into ``n_nodes`` equal-size chunks (sizes differ by at most one)."""
     if not 1 <= n_nodes <= n_rows:
-        raise ValueError(f"need 1 <= nodes <= rows, got {n_nodes} nodes for {n_rows} rows")
+        raise ConfigError(f"nodes must be in [1, {n_rows}] (a report each at least), got {n_nodes}")
     return [np.sort(chunk) for chunk in np.array_split(rng.permutation(n_rows), n_nodes)]
 
 
@@ -23,10 +24,10 @@ def split_labels(
     Each node's space keeps the order of ``labels``.
     """
     if not 0 <= n_shared <= len(labels):
-        raise ValueError(f"shared labels must be in [0, {len(labels)}], got {n_shared}")
+        raise ConfigError(f"shared labels must be in [0, {len(labels)}], got {n_shared}")
     unique = len(labels) - n_shared
     if n_nodes > 1 and unique < n_nodes and n_shared == 0:
-        raise ValueError(f"{unique} labels cannot give each of {n_nodes} nodes a label")
+        raise ConfigError(f"{unique} labels cannot give each of {n_nodes} nodes a label")
     order = list(rng.permutation(len(labels)))
     shared, rest = order[:n_shared], order[n_shared:]
     parts = np.array_split(np.array(rest, dtype=int), n_nodes)

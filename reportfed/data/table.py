@@ -15,6 +15,7 @@ from __future__ import annotations
 import csv
 import gzip
 import io
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +34,10 @@ _UNCERTAIN_VALUE = {"zeros": 0.0, "ones": 1.0, "ignore": np.nan}
 _BLANK_VALUE = {"negative": 0.0, "ignore": np.nan}
 #: report cells that stand for a missing value, not a report (compared case-insensitively)
 MISSING_TEXT = frozenset({"nan", "na", "n/a", "null", "none", "<na>"})
+#: a letter of any script: a cell without one (a number, punctuation) is no report
+_WORD = re.compile(r"[^\W\d_]")
+#: the longest CSV field read (Python's csv module stops at 131,072 characters by default)
+FIELD_LIMIT = 2**31 - 1
 
 
 @dataclass
@@ -101,6 +106,11 @@ def _read_frame(path: Path, text_column: str | None) -> tuple[pd.DataFrame, int]
         except Exception as exc:  # pyarrow raises several types for bad files
             raise InputFileError(f"{path}: cannot read as Parquet: {exc}") from None
         _no_duplicates(path, [str(c) for c in frame.columns])
+        column = _find_text_column(list(frame.columns), text_column)
+        if column is not None and not _is_text(frame[column]):
+            raise InputFileError(
+                f"{path}: column {column!r} holds {frame[column].dtype} values, not report text"
+            )
         return frame, 2
     try:
         raw = path.read_bytes()
@@ -115,10 +125,7 @@ def _read_frame(path: Path, text_column: str | None) -> tuple[pd.DataFrame, int]
     if not text.strip():
         raise InputFileError(f"{path}: the file is empty")
     delimiter = _delimiter(text.split("\n", 1)[0])
-    try:
-        rows = list(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True))
-    except csv.Error as exc:
-        raise InputFileError(f"{path}: malformed CSV: {exc}") from None
+    rows = _csv_rows(path, text, delimiter)
     header = rows[0]
     headerless = text_column is None and _find_text_column(header, None) is None
     if headerless and len(header) <= 1:  # no recognisable header: one report per row
@@ -138,6 +145,26 @@ def _read_frame(path: Path, text_column: str | None) -> tuple[pd.DataFrame, int]
     _no_duplicates(path, header)
     data = [r or [""] * len(header) for r in rows[1:]]
     return pd.DataFrame(data, columns=header, dtype=object), 2
+
+
+def _csv_rows(path: Path, text: str, delimiter: str) -> list[list[str]]:
+    """The rows of CSV ``text``, any field length; a malformed file names the line it breaks on
+    (for a quote never closed, the line where it opened)."""
+    csv.field_size_limit(max(csv.field_size_limit(), FIELD_LIMIT))  # a long report is valid
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
+    rows: list[list[str]] = []
+    done = 0  # the last line of the last whole row
+    try:
+        for row in reader:
+            rows.append(row)
+            done = reader.line_num
+    except csv.Error as exc:
+        if "unexpected end of data" in str(exc):
+            raise InputFileError(
+                f"{path}: a quote opened on line {done + 1} (row {len(rows) + 1}) is never closed"
+            ) from None
+        raise InputFileError(f"{path}: malformed CSV at line {reader.line_num}: {exc}") from None
+    return rows
 
 
 def _delimiter(first_line: str) -> str:
@@ -241,8 +268,8 @@ def read_reports(
     require_labels:
         Raise if no label column is found (training tables).
 
-    Empty report cells (and cells such as ``NaN``, ``NA``, ``null`` that stand for a missing
-    value) are skipped; their count is in ``ReportTable.skipped_empty``. An ``id`` column is kept
+    Empty report cells, cells such as ``NaN``, ``NA``, ``null`` that stand for a missing value,
+    and cells without a word (``12345``) are skipped; their count is in ``ReportTable.skipped_empty``. An ``id`` column is kept
     in ``ReportTable.ids``; columns that are neither text, id nor labels are named in
     ``ReportTable.ignored_columns``.
     """
@@ -310,7 +337,8 @@ def read_reports(
     keep = np.array([bool(t) for t in texts], dtype=bool)
     if not keep.any():
         raise InputFileError(
-            f"{path}: no usable report text in column {column!r} (all {len(texts)} empty)"
+            f"{path}: no usable report text in column {column!r} (all {len(texts)} empty, "
+            "missing or without a word)"
         )
     if "id" in frame.columns:
         ids = [str(x) for x in frame["id"].tolist()]
@@ -331,7 +359,15 @@ def read_reports(
     )
 
 
+def _is_text(column: pd.Series) -> bool:
+    """Whether a Parquet column holds strings (or nothing), not numbers, booleans or dates."""
+    return pd.api.types.is_string_dtype(column) or all(
+        isinstance(v, str) or _cell(v) == "" for v in column.tolist()
+    )
+
+
 def _report_text(value: object) -> str:
-    """A report cell as text; "" for a missing value (None, NaN, or a cell like ``NA``)."""
+    """A report cell as text; "" for a missing value (None, NaN, or a cell like ``NA``) and for
+    a cell without a word (``12345``, ``3.14``, ``-1``: a number is no report)."""
     text = _cell(value)
-    return "" if text.lower() in MISSING_TEXT else text
+    return "" if text.lower() in MISSING_TEXT or not _WORD.search(text) else text

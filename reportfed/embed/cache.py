@@ -3,15 +3,18 @@
 Layout: ``<root>/<sha256(fingerprint)[:16]>/`` holds ``fingerprint.txt`` and shards
 ``shard-*.npz``, each with ``keys`` (sha256 of each text, ``(n, 32)`` uint8), ``vectors``
 (``(n, dim)`` float32) and ``digest`` (sha256 over keys and vectors). Shards are written
-atomically, one per chunk of new texts, so an interrupted run keeps what it finished. A shard that
-fails to load or whose digest does not match is deleted and its texts embedded again: a corrupted
-entry is never returned.
+atomically, one per chunk of new texts, so an interrupted run keeps what it finished; ``dim.txt``
+records the size of the embedder's vectors. A shard that fails to load, whose digest does not
+match or whose vectors are of another size (or an entry that is no file) is removed and its
+texts embedded again, with a warning: a corrupted entry is never returned.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
+import shutil
 import sys
 import uuid
 from collections.abc import Sequence
@@ -21,7 +24,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from reportfed.embed.base import Embedder
-from reportfed.errors import EmbeddingError
+from reportfed.errors import EmbeddingError, OutputFileError
 from reportfed.io import atomic_write
 
 log = logging.getLogger(__name__)
@@ -45,9 +48,17 @@ class EmbeddingCache:
         self.fingerprint = fingerprint
         self.dir = Path(root) / hashlib.sha256(fingerprint.encode()).hexdigest()[:16]
 
-    def load(self, dim: int | None = None) -> dict[bytes, np.ndarray]:
-        """Every valid cached vector of this fingerprint (of ``dim`` values, where given);
-        corrupted shards are deleted."""
+    @property
+    def dim(self) -> int | None:
+        """The size of this embedder's vectors as recorded by :meth:`store` (None: unknown)."""
+        try:
+            return int((self.dir / "dim.txt").read_text())
+        except (OSError, ValueError):
+            return None
+
+    def load(self, dim: int) -> dict[bytes, np.ndarray]:
+        """Every valid cached vector of this fingerprint, of ``dim`` values; corrupted entries
+        are removed."""
         found: dict[bytes, np.ndarray] = {}
         for shard in sorted(self.dir.glob("shard-*.npz")):
             try:
@@ -55,17 +66,28 @@ class EmbeddingCache:
                     keys, vectors, digest = z["keys"], z["vectors"], z["digest"].tobytes()
                 if keys.shape[0] != vectors.shape[0] or _digest(keys, vectors) != digest:
                     raise ValueError("digest mismatch")
-                if dim is not None and vectors.shape[1] != dim:
-                    raise ValueError(f"{vectors.shape[1]}-dim vectors, the embedder makes {dim}")
+                if vectors.ndim != 2 or vectors.shape[1] != dim:
+                    raise ValueError(f"vectors of shape {vectors.shape}, the embedder makes {dim}")
             except Exception as exc:  # any unreadable shard is treated the same way
                 log.warning(
-                    "embedding cache shard %s is corrupted (%s): deleted, will re-embed", shard, exc
+                    "embedding cache shard %s is corrupted (%s): removed, will re-embed", shard, exc
                 )
-                shard.unlink(missing_ok=True)
+                if shard.is_dir() and not shard.is_symlink():
+                    shutil.rmtree(shard, ignore_errors=True)
+                else:
+                    shard.unlink(missing_ok=True)
                 continue
             for k, v in zip(keys, vectors, strict=True):
                 found[k.tobytes()] = v
+        if found:
+            self._record_dim(dim)
         return found
+
+    def _record_dim(self, dim: int) -> None:
+        """Write ``dim.txt`` where it is missing (a read-only cache goes without)."""
+        if self.dim is None:
+            with contextlib.suppress(OutputFileError):
+                atomic_write(self.dir / "dim.txt", str(dim).encode())
 
     def store(self, keys: list[bytes], vectors: np.ndarray) -> None:
         """Write one shard atomically."""
@@ -79,6 +101,7 @@ class EmbeddingCache:
         fp_file = self.dir / "fingerprint.txt"
         if not fp_file.exists():
             atomic_write(fp_file, self.fingerprint.encode())
+        self._record_dim(vectors.shape[1])
         k = np.frombuffer(b"".join(keys), dtype=np.uint8).reshape(len(keys), 32)
         v = np.ascontiguousarray(vectors, dtype=np.float32)
 
@@ -109,9 +132,9 @@ def embed_texts(
     """
     keys = [text_key(t) for t in texts]
     cache = EmbeddingCache(cache_dir, embedder.fingerprint) if cache_dir is not None else None
-    known = cache.load() if cache is not None else {}
-    if cache is not None and len({v.shape for v in known.values()}) > 1:  # a foreign shard
-        known = cache.load(embedder.dim)
+    known: dict[bytes, np.ndarray] = {}
+    if cache is not None and any(cache.dir.glob("shard-*.npz")):
+        known = cache.load(cache.dim or embedder.dim)
     todo: dict[bytes, str] = {}
     for k, t in zip(keys, texts, strict=True):
         if k not in known and k not in todo:

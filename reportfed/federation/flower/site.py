@@ -16,7 +16,7 @@ from reportfed.embed import DEFAULT_EMBEDDER, make_embedder
 from reportfed.embed.granularity import embed_reports
 from reportfed.errors import ReportfedError
 from reportfed.federation.engine import Node
-from reportfed.labels import LabelSpace
+from reportfed.labels import LabelSpace, warn_if_all_positive
 from reportfed.sentences import Granularity
 from reportfed.states import report_mentions
 
@@ -56,6 +56,7 @@ def load_node_data(
     if not annotated.any():
         raise ReportfedError(f"{data}: no label column has an annotated row")
     table = table.select_labels(LabelSpace(tuple(np.array(table.label_space.names)[annotated])))
+    warn_if_all_positive(name, table.labels, table.label_space)
     emb = make_embedder(embedder, base_url=base_url)
     x = embed_reports(
         table.texts, emb, granularity=granularity, cache_dir=cache_dir, progress=False
