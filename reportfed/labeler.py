@@ -91,7 +91,8 @@ class ReportLabeler:
     progress:
         Show progress bars.
 
-    Learned attributes: ``classes_`` (label names), ``thresholds_``, ``state_`` (global weights),
+    Learned attributes: ``classes_`` (label names), ``thresholds_`` (on the model's scores),
+    ``calibration_`` (:mod:`reportfed.calibration`), ``state_`` (global weights),
     ``embedder_fingerprint_``, ``input_dim_``, ``provenance_``.
     """
 
