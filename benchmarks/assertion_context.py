@@ -86,11 +86,10 @@ def states(text: str, labels: list[str], mode: str, ctx) -> dict[str, str]:  # t
             keep = mode == "either" and m.assertion != "affirmed"
             read.append(m if keep else replace(m, assertion=theirs))
         mentions = read
-    out = {}
-    for label in labels:
-        own = {m.assertion for m in mentions if m.label == label}
-        out[label] = next((_STATE[s] for s in ("affirmed", "uncertain", "negated") if s in own), "")
-    return out
+    return {
+        label: "" if m is None else _STATE[m.assertion]
+        for label, m in assertion.decide(mentions, labels).items()
+    }
 
 
 def score(path: Path, group: str, mode: str, ctx) -> dict[str, float]:  # type: ignore[no-untyped-def]

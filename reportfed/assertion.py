@@ -366,11 +366,16 @@ def find_mentions(text: str, labels: Iterable[str] | None = None) -> list[Mentio
 
 
 def decisive_mentions(text: str, labels: Iterable[str]) -> dict[str, Mention | None]:
-    """Per label, the mention that decides the report's state as the CheXpert labeler aggregates
-    them (the first affirmed one, else the first uncertain, else the first negated), or ``None``
-    (not mentioned)."""
+    """Per label, the mention of ``text`` that decides the report's state (:func:`decide`)."""
     labels = list(labels)
-    mentions = find_mentions(text, labels)
+    return decide(find_mentions(text, labels), labels)
+
+
+def decide(mentions: Iterable[Mention], labels: Iterable[str]) -> dict[str, Mention | None]:
+    """Per label, the mention that decides a report's state as the CheXpert labeler aggregates
+    ``mentions`` (the first affirmed one, else the first uncertain, else the first negated), or
+    ``None`` (not mentioned)."""
+    mentions = list(mentions)
     out: dict[str, Mention | None] = {}
     for lab in labels:
         own = [m for m in mentions if m.label == lab]
