@@ -223,11 +223,12 @@ class ReportLabeler:
         splits = holdout(site, self.val_fraction, np.random.default_rng(self.config.seed))
         fed_nodes, val_rows, val_y = [], [], []
         for name, (val, fit) in splits.items():
-            cols = np.flatnonzero(~np.isnan(y[np.concatenate([val, fit])]).all(axis=0))
+            rows = np.concatenate([val, fit])
+            cols = np.flatnonzero(~np.isnan(y[rows]).all(axis=0))
             if not len(cols):
                 raise ReportfedError(f"node {name!r} has no annotated label")
             own = LabelSpace(tuple(labels[c] for c in cols))
-            warn_if_all_positive(name, y[np.ix_(np.concatenate([val, fit]), cols)], own)
+            warn_if_all_positive(name, y[np.ix_(rows, cols)], own)
             fed_nodes.append(Node(name, x[fit], y[np.ix_(fit, cols)], own))
             masked = np.full((len(val), len(labels)), np.nan, dtype=np.float32)
             masked[:, cols] = y[np.ix_(val, cols)]
