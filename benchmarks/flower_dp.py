@@ -15,8 +15,8 @@ from pathlib import Path
 import pandas as pd
 from flower_engines import node_tables
 
-from reportfed.federation.flower.launch import LoopbackFederation
-from reportfed.federation.flower.server_app import HISTORY_FILE
+from reportfed.flower.launch import LoopbackFederation
+from reportfed.flower.server_app import HISTORY_FILE
 from reportfed.io import atomic_write
 from reportfed.paths import embeddings_cache_dir
 

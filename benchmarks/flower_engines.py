@@ -1,6 +1,6 @@
 """The same federated run on three engines, timed in one invocation:
 
-* in-process (``reportfed.federation.engine.run_federation``);
+* in-process (``reportfed.engine.run_federation``);
 * Flower's simulation engine (a SuperLink in simulation mode, virtual nodes on Ray);
 * Flower's deployment engine (SuperLink + one SuperNode process per hospital, loopback).
 
@@ -31,15 +31,15 @@ import pandas as pd
 from reportfed.aggregation import GlobalState
 from reportfed.config import FederationConfig
 from reportfed.data.iu import load_iu
-from reportfed.federation.engine import run_federation
-from reportfed.federation.flower.launch import LoopbackFederation
-from reportfed.federation.flower.server_app import HISTORY_FILE, MODEL_FILE
-from reportfed.federation.flower.site import load_node_data
+from reportfed.engine import run_federation
+from reportfed.flower.launch import LoopbackFederation
+from reportfed.flower.server_app import HISTORY_FILE, MODEL_FILE
+from reportfed.flower.site import load_node_data
 from reportfed.io import atomic_write
 from reportfed.labeler import ReportLabeler
 from reportfed.labels import CHEXPERT_13
 from reportfed.paths import embeddings_cache_dir
-from reportfed.protocol import Protocol, partition
+from experiments.protocol import Protocol, partition
 
 
 def node_tables(out: Path, k: int, seed: int = 0) -> list[Path]:

@@ -32,7 +32,7 @@ from reportfed.io import atomic_write
 from reportfed.labeler import ReportLabeler
 from reportfed.labels import CHEXPERT_13
 from reportfed.paths import embeddings_cache_dir
-from reportfed.protocol import Protocol, simulate
+from experiments.protocol import Protocol, simulate
 from reportfed.sentences import GRANULARITIES
 
 RESULTS = Path(__file__).resolve().parent / "results" / "granularity.json"

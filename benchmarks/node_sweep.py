@@ -37,13 +37,13 @@ from scipy import stats
 
 from experiments.runner import iu_data
 from reportfed.config import FederationConfig
-from reportfed.federation.baselines import METHODS, Scenario, method_nodes
-from reportfed.federation.engine import Node, run_federation
-from reportfed.federation.lockstep import Compute, run_federations
+from experiments.baselines import METHODS, Scenario, method_nodes
+from reportfed.engine import Node, run_federation
+from experiments.lockstep import Compute, run_federations
 from reportfed.io import atomic_write
 from reportfed.metrics import auroc
 from reportfed.model import predict_state
-from reportfed.protocol import Protocol, scenario
+from experiments.protocol import Protocol, scenario
 from reportfed.sentences import GRANULARITIES
 
 RESULTS = Path(__file__).resolve().parent / "results"

@@ -1,5 +1,11 @@
-"""``python -m experiments``: see :mod:`experiments.suite`."""
+"""``python -m experiments NAME`` (:mod:`experiments.suite`) or ``python -m experiments simulate``
+(:mod:`experiments.simulate`)."""
 
-from experiments.suite import main
+import sys
 
-main()
+from experiments import simulate, suite
+
+argv = sys.argv[1:]
+if argv[:1] == ["simulate"]:
+    raise SystemExit(simulate.main(argv[1:]))
+suite.main(argv)

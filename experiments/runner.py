@@ -23,12 +23,12 @@ import pandas as pd
 from scipy import stats
 from tqdm.auto import tqdm
 
+from experiments.baselines import METHODS, Method, Scenario, run_method
+from experiments.lockstep import Compute
 from reportfed.config import FederationConfig
 from reportfed.data.iu import load_iu
 from reportfed.embed import make_embedder
 from reportfed.embed.granularity import embed_reports
-from reportfed.federation.baselines import METHODS, Method, Scenario, run_method
-from reportfed.federation.lockstep import Compute
 from reportfed.io import atomic_write
 from reportfed.labels import CHEXPERT_13, LabelSpace
 from reportfed.paths import embeddings_cache_dir

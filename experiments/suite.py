@@ -35,6 +35,8 @@ import numpy as np
 import pandas as pd
 
 from experiments import EXPERIMENTS
+from experiments.baselines import METHODS, Method, Scenario
+from experiments.protocol import Protocol, scenario
 from experiments.runner import (
     REFERENCE,
     RESULTS,
@@ -51,10 +53,8 @@ from experiments.runner import (
 from experiments.sources import mpnet_path, negbio_csv
 from reportfed.config import FederationConfig
 from reportfed.data.iu import load_negbio
-from reportfed.federation.baselines import METHODS, Method, Scenario
 from reportfed.io import atomic_write
 from reportfed.labels import CHEXPERT_13, LabelSpace, canonical
-from reportfed.protocol import Protocol, scenario
 
 #: Beyond the paper: engine options on top of surgical aggregation (same splits, paired tests).
 VARIANTS = {

@@ -1,15 +1,23 @@
-"""The settings of a text federation, declared once (:mod:`reportfed.schema` turns them into
-flags, run-config and wire keys, and docs). Torch-free, so the command line builds its parser
-without importing torch."""
+"""The settings of a federation, declared once (:mod:`reportfed.schema` turns them into flags,
+run-config, node-config and wire keys, and docs): the hyperparameters (:class:`FederationConfig`)
+and what each site decides for itself (:class:`SiteSettings`, :class:`NodeSettings`). Torch-free,
+so the command line builds its parser without importing torch."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Literal
 
 from reportfed.errors import ConfigError
 from reportfed.schema import setting
 from reportfed.server import ServerOptions
+
+#: what a ``-1`` label cell means for presence
+Uncertain = Literal["zeros", "ones", "ignore"]
+#: what a blank label cell means: ``negative`` (not mentioned: the CheXpert labeler's convention,
+#: the default for report and image tables alike) or ``ignore`` (not annotated, masked out)
+Blank = Literal["negative", "ignore"]
 
 
 @dataclass(frozen=True)
@@ -68,3 +76,41 @@ class FederationConfig(ServerOptions):
         for name, (ok, expected) in checks.items():
             if not ok:
                 raise ConfigError(f"{name} must be {expected}, got {getattr(self, name)!r}")
+
+
+@dataclass(frozen=True)
+class SiteSettings:
+    """How a site reads its own labelled table: ``reportfed train`` applies them to every
+    ``--node`` table, a Flower node to its own (:class:`NodeSettings`)."""
+
+    blank: Blank = setting(
+        "negative",
+        "what a blank label cell means: negative (not mentioned, the CheXpert labeler's "
+        "convention) or ignore (not annotated)",
+    )
+    uncertain: Uncertain = setting(
+        "zeros", "what a -1 label means for presence (zeros: as in the papers)"
+    )
+    val_fraction: float = setting(
+        0.1, "share of each site's rows held out for evaluation and thresholds, in [0, 1)"
+    )
+
+    def __post_init__(self) -> None:
+        """Refuse a held-out share outside [0, 1)."""
+        if not 0 <= self.val_fraction < 1:
+            raise ConfigError(f"val_fraction must be in [0, 1), got {self.val_fraction!r}")
+
+
+@dataclass(frozen=True)
+class NodeSettings(SiteSettings):
+    """A Flower node's own settings: the flags of ``reportfed federation node`` and the keys of
+    its node config (``flower-supernode --node-config``). Empty values take the run's."""
+
+    data: str = setting("", "this node's table: reports (or images) with label columns")
+    name: str = setting("", "node name in logs and the model file (default: the table's stem)")
+    embedder: str = setting("", "embedder spec (default: the run's)")
+    base_url: str = setting("", "base URL of an OpenAI-compatible embedding API")
+    cache_dir: str = setting("", "embedding cache directory (default: reportfed's)")
+    lr: float = setting(0.0, "node-specific learning rate (0: the run's)")
+    image_root: str = setting("", "image nodes: directory relative image paths start from")
+    layout: str = setting("table", "image nodes: table, nih or mimic")

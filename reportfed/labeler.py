@@ -31,7 +31,7 @@ from reportfed.data.table import ReportTable
 from reportfed.embed import DEFAULT_EMBEDDER, Embedder, make_embedder
 from reportfed.embed.granularity import embed_reports
 from reportfed.errors import ConfigError, ModelFileError, ReportfedError, ReportfedWarning
-from reportfed.federation.engine import FederationConfig, Node, run_federation
+from reportfed.engine import FederationConfig, Node, run_federation
 from reportfed.labels import LabelSpace, warn_if_all_positive
 from reportfed.metrics import f1_thresholds
 from reportfed.model import decisive_sentences, global_model, predict_state

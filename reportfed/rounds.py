@@ -1,4 +1,4 @@
-"""The in-process round loop, shared by text (:func:`reportfed.federation.engine.run_federation`)
+"""The in-process round loop, shared by text (:func:`reportfed.engine.run_federation`)
 and vision (:func:`vision.federation.run_image_federation`), and the seed of a node's round, which
 every engine (the loop, lockstep, Flower nodes) derives the same way."""
 

@@ -75,13 +75,23 @@ def architecture(settings: Any) -> dict[str, Any]:
     return {name: getattr(settings, name) for name in architecture_fields(type(settings))}
 
 
-def add_flags(parser: argparse.ArgumentParser, cls: type, *, skip: Iterable[str] = ()) -> None:
-    """A flag per field of ``cls`` (but ``skip``), with its type, default and help."""
-    skipped = set(skip)
+def add_flags(
+    parser: argparse.ArgumentParser,
+    cls: type,
+    *,
+    skip: Iterable[str] = (),
+    required: Iterable[str] = (),
+) -> None:
+    """A flag per field of ``cls`` (but ``skip``), with its type, default and help; the flags of
+    ``required`` fields must be given."""
+    skipped, needed = set(skip), set(required)
     for f, hint in fields(cls):
         if f.name in skipped:
             continue
         flag, text = f"--{dashed(f.name)}", f.metadata.get("help", "")
+        if f.name in needed:
+            parser.add_argument(flag, type=_parser(hint), required=True, help=text)
+            continue
         if hint is bool:
             parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=f.default,
                                 help=text)  # fmt: skip

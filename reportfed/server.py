@@ -30,7 +30,7 @@ from reportfed.schema import setting
 
 @dataclass(frozen=True)
 class ServerOptions:
-    """The server's rules; text (:class:`~reportfed.federation.engine.FederationConfig`) and vision
+    """The server's rules; text (:class:`~reportfed.engine.FederationConfig`) and vision
     (:class:`~vision.federation.ImageFederationConfig`) configs inherit them, so every server
     option reaches every engine."""
 

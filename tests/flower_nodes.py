@@ -13,9 +13,9 @@ import tomllib
 from reportfed.aggregation import GlobalState
 from reportfed.config import FederationConfig
 from reportfed.data.iu import load_iu
-from reportfed.federation.engine import run_federation
-from reportfed.federation.flower.launch import APP_DIR
-from reportfed.federation.flower.site import load_node_data
+from reportfed.engine import run_federation
+from reportfed.flower.launch import APP_DIR
+from reportfed.flower.site import load_node_data
 from reportfed.labels import canonical
 from reportfed.sentences import Granularity
 

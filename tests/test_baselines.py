@@ -9,9 +9,9 @@ import pytest
 
 from reportfed.config import FederationConfig
 from reportfed.data.partition import dirichlet_rows
-from reportfed.federation.baselines import METHODS, run_method
-from reportfed.federation.lockstep import Compute
-from reportfed.protocol import Protocol, scenario, simulate
+from experiments.baselines import METHODS, run_method
+from experiments.lockstep import Compute
+from experiments.protocol import Protocol, scenario, simulate
 
 from .synthetic import synthetic
 
@@ -59,7 +59,7 @@ def test_fedavg_baselines_coincide_with_surgical_when_all_labels_are_shared(data
 
 
 def test_zero_fill_sees_negatives_where_partial_loss_sees_nothing(data) -> None:  # type: ignore[no-untyped-def]
-    from reportfed.federation.baselines import method_nodes
+    from experiments.baselines import method_nodes
 
     x, y, space = data
     sc = scenario(x, y, space, Protocol(n_nodes=2, federation=FAST), 0)

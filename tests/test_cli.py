@@ -4,6 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from experiments.simulate import main as simulate
 from reportfed.cli import main
 from reportfed.labels import CHEXPERT_14
 
@@ -135,10 +136,8 @@ def test_a_learning_rate_that_wrecks_training_is_warned_about(tmp_path, capsys, 
 def test_train_iu_simulation_writes_metrics(tmp_path, env) -> None:
     metrics = tmp_path / "m.json"
     assert (
-        main(
+        simulate(
             [
-                "train",
-                "--iu",
                 "--nodes",
                 "3",
                 "--shared",
@@ -253,12 +252,13 @@ def test_outputs_that_would_clobber_inputs_or_a_directory_are_refused(tmp_path, 
             ["label", "--reports", str(reports), "--out", "o.csv", "--probabilities", "./o.csv"],
             "same file",
         ),
-        (["train", "--iu", "--metrics", str(tmp_path / "dir")], "is a directory"),
-        (["train", "--iu", "--rounds", "0"], "rounds must be an integer >= 1"),
-        (["train", "--iu", "--val-fraction", "-0.5"], "val_fraction must be in [0, 1)"),
+        (["simulate", "--metrics", str(tmp_path / "dir")], "is a directory"),
+        (["simulate", "--rounds", "0"], "rounds must be an integer >= 1"),
+        (["simulate", "--val-fraction", "-0.5"], "val_fraction must be in [0, 1)"),
     ]
     for argv, message in cases:
-        assert main(argv) == 2
+        run = simulate if argv[0] == "simulate" else main
+        assert run(argv[1:] if argv[0] == "simulate" else argv) == 2
         err = capsys.readouterr().err
         assert err.startswith("reportfed: error:") and message in err and err.count("\n") == 1
     assert reports.read_text() == "id,Reports\nr1,No effusion.\n"

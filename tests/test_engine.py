@@ -3,11 +3,11 @@ import pytest
 import torch
 
 from reportfed.config import FederationConfig
-from reportfed.federation.engine import Node, run_federation
+from reportfed.engine import Node, run_federation
 from reportfed.labels import LabelSpace
 from reportfed.metrics import auroc
 from reportfed.model import global_model, predict_proba
-from reportfed.protocol import Protocol, simulate
+from experiments.protocol import Protocol, simulate
 from reportfed.train import masked_bce, positive_weights
 
 from .synthetic import synthetic

@@ -6,7 +6,7 @@ from scipy import stats
 from experiments import runner
 from experiments.runner import Setting, label_plot, label_table, markdown, plot, run, summarize
 from reportfed.config import FederationConfig
-from reportfed.protocol import Protocol, scenario
+from experiments.protocol import Protocol, scenario
 
 from .synthetic import synthetic
 
@@ -71,11 +71,11 @@ def test_sweeps_resume_and_summarise(tmp_path, monkeypatch) -> None:
     assert np.isfinite(summary["paper_accuracy_mean"]).all()
 
 
-def test_cli_forwards_to_the_experiment_runner(capsys) -> None:  # type: ignore[no-untyped-def]
-    from reportfed.cli import main
+def test_the_experiment_runner_refuses_an_unknown_experiment(capsys) -> None:  # type: ignore[no-untyped-def]
+    from experiments.suite import main
 
     with pytest.raises(SystemExit) as exc:
-        main(["experiment", "bogus", "--quick"])
+        main(["bogus", "--quick"])
     assert exc.value.code == 2 and "invalid choice: 'bogus'" in capsys.readouterr().err
 
 

@@ -23,11 +23,11 @@ from reportfed.aggregation import Arrays, GlobalState
 from reportfed.calibration import IDENTITY
 from reportfed.config import FederationConfig
 from reportfed.embed.weights import resolve_model_path
-from reportfed.federation.engine import initial_state
-from reportfed.federation.flower import client_app, server_app
-from reportfed.federation.flower.rounds import run_on_grid
-from reportfed.federation.flower.strategy import SurgicalAggregation
-from reportfed.federation.flower.wire import ARRAYS, config_record, federation_config
+from reportfed.engine import initial_state
+from reportfed.flower import client_app, server_app
+from reportfed.flower.exchange import run_on_grid
+from reportfed.flower.strategy import SurgicalAggregation
+from reportfed.flower.wire import ARRAYS, config_record, federation_config
 from reportfed.labeler import ReportLabeler
 from reportfed.labels import LabelSpace
 from reportfed.model import SKIP

@@ -16,11 +16,11 @@ import pytest
 
 pytest.importorskip("flwr")
 
-from reportfed.federation.flower.launch import (
+from reportfed.flower.launch import (
     LoopbackFederation,
     generate_certificates,
 )
-from reportfed.federation.flower.server_app import HISTORY_FILE, MODEL_FILE
+from reportfed.flower.server_app import HISTORY_FILE, MODEL_FILE
 from reportfed.labeler import ReportLabeler
 
 from .flower_nodes import UNION, assert_same, engine_state, write_node_tables

@@ -11,8 +11,8 @@ import torch
 
 from reportfed.aggregation import node_arrays
 from reportfed.config import FederationConfig
-from reportfed.federation.engine import Node, initial_state, run_federation
-from reportfed.federation.lockstep import (
+from reportfed.engine import Node, initial_state, run_federation
+from experiments.lockstep import (
     Compute,
     _Bags,
     _drawn_dropout,

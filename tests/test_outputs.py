@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from experiments.simulate import main as simulate
 from reportfed.cli import main
 from reportfed.config import FederationConfig
 from reportfed.labeler import ReportLabeler
@@ -113,12 +114,15 @@ def test_train_writes_model_and_metrics_or_neither(
 
 def test_bad_options_and_inputs_end_in_one_line(model: str, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     cases = [
-        (["train", "--iu", "--nodes", "0"], "--nodes must be at least 1, got 0"),
-        (["train", "--iu", "--shared", "20"], "--shared must be in [0, 13] (the labels), got 20"),
+        (["simulate", "--nodes", "0"], "--nodes must be at least 1, got 0"),
+        (["simulate", "--shared", "20"], "--shared must be in [0, 13] (the labels), got 20"),
         (["label", "--reports", REPORTS, "--model", str(tmp_path)], "is a directory, not a model"),
     ]
     for argv, message in cases:
-        assert main([*argv, "--out", str(tmp_path / "o.csv")]) == 2
+        if argv[0] == "simulate":
+            assert simulate([*argv[1:], "--out", str(tmp_path / "o.safetensors")]) == 2
+        else:
+            assert main([*argv, "--out", str(tmp_path / "o.csv")]) == 2
         err = capsys.readouterr().err
         assert err.startswith("reportfed: error:") and message in err and err.count("\n") == 1
     numbers = tmp_path / "r.csv"

@@ -14,8 +14,8 @@ import pytest
 from reportfed.aggregation import GlobalState, NodeUpdate, aggregate
 from reportfed.config import FederationConfig
 from reportfed.errors import ConfigError
-from reportfed.federation.engine import Node, initial_state, run_federation
-from reportfed.federation.lockstep import run_federations
+from reportfed.engine import Node, initial_state, run_federation
+from experiments.lockstep import run_federations
 from reportfed.labels import LabelSpace
 from reportfed.server import ServerOptions, SurgicalServer
 

@@ -26,9 +26,9 @@ from reportfed import schema
 from reportfed.aggregation import Arrays, GlobalState, flatten, node_arrays
 from reportfed.data.partition import split_rows
 from reportfed.errors import ReportfedError
-from reportfed.federation.flower.rounds import run_on_grid
-from reportfed.federation.flower.strategy import SurgicalAggregation
-from reportfed.federation.flower.wire import (
+from reportfed.flower.exchange import run_on_grid
+from reportfed.flower.strategy import SurgicalAggregation
+from reportfed.flower.wire import (
     ARRAYS,
     META,
     METRICS,

@@ -19,17 +19,16 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from reportfed.config import Blank, Uncertain
 from reportfed.errors import InputFileError, LabelError
 from reportfed.labels import LabelSpace, check_label_matrix, is_known
 
 TEXT_COLUMNS = ("Reports", "Report Impression", "REPORT", "report", "text")
-Uncertain = Literal["zeros", "ones", "ignore"]
-Blank = Literal["negative", "ignore"]
 _UNCERTAIN_VALUE = {"zeros": 0.0, "ones": 1.0, "ignore": np.nan}
 _BLANK_VALUE = {"negative": 0.0, "ignore": np.nan}
 #: report cells that stand for a missing value, not a report (compared case-insensitively)

@@ -41,10 +41,10 @@ from reportfed.aggregation import GlobalState
 from reportfed.calibration import calibration_features, fit_calibration
 from reportfed.config import FederationConfig
 from reportfed.errors import ReportfedError
-from reportfed.federation.engine import initial_state, local_round
-from reportfed.federation.flower.settings import RunSettings
-from reportfed.federation.flower.site import NodeData, load_node_data
-from reportfed.federation.flower.wire import (
+from reportfed.engine import initial_state, local_round
+from reportfed.flower.settings import RunSettings
+from reportfed.flower.site import NodeData, load_node_data
+from reportfed.flower.wire import (
     ARRAYS,
     META,
     METRICS,

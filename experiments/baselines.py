@@ -4,7 +4,7 @@ A :class:`Scenario` is one repeat's data: every site's training and validation r
 each site annotates, and the test rows. A :class:`Method` says how the sites train (which labels
 a node's head has, what a label the site does not annotate means in its loss, what the server
 does); :func:`run_method` trains one method on many scenarios in lockstep
-(:func:`~reportfed.federation.lockstep.run_federations`) and evaluates it on the test rows.
+(:func:`~experiments.lockstep.run_federations`) and evaluates it on the test rows.
 
 Methods with a global model (surgical aggregation, FedAvg variants, central) are evaluated on
 every label; methods without one (local heads, split learning, site-alone models) are evaluated
@@ -19,10 +19,10 @@ from typing import Any, Literal
 
 import numpy as np
 
+from experiments.lockstep import Compute, Mode, run_federations
 from reportfed.aggregation import GlobalState
 from reportfed.config import FederationConfig
-from reportfed.federation.engine import Node
-from reportfed.federation.lockstep import Compute, Mode, run_federations
+from reportfed.engine import Node
 from reportfed.labels import LabelSpace
 from reportfed.metrics import f1_thresholds, label_metrics
 from reportfed.model import predict_state

@@ -3,7 +3,7 @@
 :func:`run_federations` trains every node of several federations (the repeats of a sweep setting)
 at once. One Python step draws a mini-batch for every node, runs all the node MLPs as batched
 matrix products over stacked weights, and takes one Adam step per node. It replays the per-node
-loop of :func:`reportfed.federation.engine.run_federation` step for step: the same batch orders,
+loop of :func:`reportfed.engine.run_federation` step for step: the same batch orders,
 Adam's update rule and the server step of :func:`reportfed.aggregation.aggregate`.
 
 How it computes is a :class:`Compute`: the device, bfloat16 matrix products, and whether dropout
@@ -12,7 +12,7 @@ masks replay the loop's draws. With ``replay`` a run gives the loop's models up 
 masks from its own seeded stream instead, which trains the same way statistically (tested), and a
 federation's models do not depend on the federations batched beside it.
 
-What the server does is the ``mode`` (the baselines of :mod:`reportfed.federation.baselines`):
+What the server does is the ``mode`` (the baselines of :mod:`experiments.baselines`):
 
 * ``surgical``: the aggregation core after every round (FedAvg when nodes share all labels);
 * ``local-heads``: the core averages the representation block; every node keeps its own head;
@@ -50,7 +50,7 @@ from torch.nn import functional
 
 from reportfed.aggregation import GlobalState, NodeUpdate
 from reportfed.config import FederationConfig
-from reportfed.federation.engine import Node, initial_state
+from reportfed.engine import Node, initial_state
 from reportfed.labels import LabelSpace
 from reportfed.model import SKIP, sentence_mask
 from reportfed.rounds import round_seed

@@ -14,6 +14,7 @@ from typing import Literal
 
 import numpy as np
 
+from experiments.baselines import Scenario, SiteRows
 from reportfed.config import FederationConfig
 from reportfed.data.partition import (
     dirichlet_rows,
@@ -22,7 +23,6 @@ from reportfed.data.partition import (
     split_labels,
     split_rows,
 )
-from reportfed.federation.baselines import Scenario, SiteRows
 from reportfed.labeler import ReportLabeler
 from reportfed.labels import LabelSpace
 from reportfed.metrics import evaluate
@@ -136,7 +136,7 @@ def scenario(
     sentences: np.ndarray | None = None,
 ) -> Scenario:
     """One repeat of ``protocol`` as sites and test rows, split exactly as :func:`simulate` splits
-    it (same partition, same validation rows), for :func:`~reportfed.federation.baselines.run_method`;
+    it (same partition, same validation rows), for :func:`~experiments.baselines.run_method`;
     ``sentences``: the same rows as sentence bags, for sentence-level methods."""
     train, test, site, spaces = partition(y, labels, protocol, np.random.default_rng(seed))
     splits = holdout(

@@ -15,7 +15,7 @@ from reportfed.data.table import Blank, Uncertain, read_reports
 from reportfed.embed import DEFAULT_EMBEDDER, make_embedder
 from reportfed.embed.granularity import embed_reports
 from reportfed.errors import ReportfedError
-from reportfed.federation.engine import Node
+from reportfed.engine import Node
 from reportfed.labels import LabelSpace, warn_if_all_positive
 from reportfed.sentences import Granularity
 from reportfed.states import report_mentions

@@ -4,7 +4,7 @@ and writes the global model.
 Run config (``app/pyproject.toml``, overridable with ``flwr run --run-config``; ``reportfed
 federation run`` sets it from its flags): every field of
 :class:`~reportfed.config.FederationConfig` (the hyperparameters, sent to the nodes with every
-message) and of :class:`~reportfed.federation.flower.settings.RunSettings`, dashed.
+message) and of :class:`~reportfed.flower.settings.RunSettings`, dashed.
 
 After every round the global model is written atomically to ``out/global.safetensors`` (a
 model file, :mod:`reportfed.model_file`: ``reportfed label --model`` reads it) and the round
@@ -28,12 +28,12 @@ from reportfed.aggregation import Arrays, GlobalState
 from reportfed.calibration import IDENTITY
 from reportfed.config import FederationConfig
 from reportfed.errors import ConfigError
-from reportfed.federation.engine import initial_state
-from reportfed.federation.flower.history import RunHistory
-from reportfed.federation.flower.rounds import run_on_grid
-from reportfed.federation.flower.settings import FLOWER_DEFAULTS, RunSettings
-from reportfed.federation.flower.strategy import SurgicalAggregation
-from reportfed.federation.flower.wire import config_record, federation_config
+from reportfed.engine import initial_state
+from reportfed.flower.history import RunHistory
+from reportfed.flower.exchange import run_on_grid
+from reportfed.flower.settings import FLOWER_DEFAULTS, RunSettings
+from reportfed.flower.strategy import SurgicalAggregation
+from reportfed.flower.wire import config_record, federation_config
 from reportfed.labels import LabelSpace
 from reportfed.model_file import ModelFile, read_model, write_model
 

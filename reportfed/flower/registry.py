@@ -14,8 +14,8 @@ from flwr.serverapp import Grid
 from flwr.supercore import log
 
 from reportfed.errors import LabelError
-from reportfed.federation.flower.rounds import exchange
-from reportfed.federation.flower.wire import META, METRICS
+from reportfed.flower.exchange import exchange
+from reportfed.flower.wire import META, METRICS
 from reportfed.labels import LabelSpace
 
 

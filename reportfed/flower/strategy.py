@@ -6,7 +6,7 @@ its own labels, so the strategy keeps the global label space and lets
 whole life (a resumed run goes on from its checkpoint's round). Flow of a run:
 
 1. :meth:`SurgicalAggregation.register` waits for ``min_nodes`` nodes and registers them through
-   its :class:`~reportfed.federation.flower.registry.Registry` (the ``query`` handshake). It
+   its :class:`~reportfed.flower.registry.Registry` (the ``query`` handshake). It
    returns the initial global arrays (built by ``init_fn`` over the union of the labels) or the
    arrays of a resumed checkpoint.
 2. Every round (:meth:`configure_train`), each registered, connected node receives the shared block
@@ -16,7 +16,7 @@ whole life (a resumed run goes on from its checkpoint's round). Flow of a run:
    (a dead node), NaN/Inf and wrong shapes are logged and left out; labels nobody sent keep their
    last rows; a label a node brings in a later round joins the global model. Fewer than
    ``min_nodes`` accepted updates leave the global model unchanged for that round. Each round is
-   recorded in a :class:`~reportfed.federation.flower.history.RunHistory`.
+   recorded in a :class:`~reportfed.flower.history.RunHistory`.
 4. Evaluation of the global model after round ``r`` (every ``evaluate_every`` rounds) runs on each
    node's held-out rows when round ``r + 1``'s train message reaches it, before it trains, and
    comes back with its update: a round is one exchange. The final model is evaluated by an
@@ -40,9 +40,9 @@ from flwr.supercore import log
 
 from reportfed.aggregation import Arrays, GlobalState, NodeUpdate, node_arrays
 from reportfed.calibration import COEFFICIENTS
-from reportfed.federation.flower.history import RunHistory
-from reportfed.federation.flower.registry import Registry
-from reportfed.federation.flower.wire import (
+from reportfed.flower.history import RunHistory
+from reportfed.flower.registry import Registry
+from reportfed.flower.wire import (
     ARRAYS,
     EVALUATED,
     EVALUATION,

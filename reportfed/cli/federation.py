@@ -15,17 +15,14 @@ import argparse
 import json
 import os
 import subprocess
-import sys
+from dataclasses import replace
 from pathlib import Path
 
 from reportfed import schema
-from reportfed.config import FederationConfig
+from reportfed.cli.options import say
+from reportfed.config import FederationConfig, NodeSettings
 from reportfed.errors import ReportfedError
-from reportfed.federation.flower.settings import FLOWER_DEFAULTS, RunSettings
-
-
-def _say(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
+from reportfed.flower.settings import FLOWER_DEFAULTS, RunSettings
 
 
 def _tls(args: argparse.Namespace, option: str, *, check: bool = True) -> Path | None:
@@ -56,19 +53,19 @@ def _flower_env() -> dict[str, str]:
 
 
 def _exec(cmd: list[str], env: dict[str, str]) -> None:
-    _say("$ " + " ".join(cmd))
+    say("$ " + " ".join(cmd))
     os.execvpe(cmd[0], cmd, env)
 
 
 def cmd_certs(args: argparse.Namespace) -> None:
-    from reportfed.federation.flower.launch import generate_certificates
+    from reportfed.flower.launch import generate_certificates
 
     certs = generate_certificates(args.out, hosts=args.host or ["127.0.0.1", "localhost"])
-    _say(f"wrote {certs.ca}, {certs.cert}, {certs.key}; give {certs.ca} to every node")
+    say(f"wrote {certs.ca}, {certs.cert}, {certs.key}; give {certs.ca} to every node")
 
 
-def cmd_server(args: argparse.Namespace) -> None:
-    from reportfed.federation.flower.launch import (
+def start_superlink(args: argparse.Namespace) -> None:
+    from reportfed.flower.launch import (
         Certificates,
         check_port_free,
         superlink_command,
@@ -92,30 +89,33 @@ def cmd_server(args: argparse.Namespace) -> None:
     )
 
 
-def cmd_node(args: argparse.Namespace) -> None:
+def start_supernode(args: argparse.Namespace) -> None:
     from reportfed.data.table import read_reports
-    from reportfed.federation.flower.launch import (
+    from reportfed.flower.launch import (
         SUPERNODE_ENV,
         check_port_free,
         supernode_command,
     )
+    from reportfed.paths import embeddings_cache_dir
 
     check_port_free(
         "127.0.0.1", args.port, "each node on one machine needs its own --port (default 9094)"
     )
     ca = _tls(args, "root-certificates")
-    data = Path(args.data).resolve()
-    table = read_reports(data, require_labels=True)  # fail here, not inside Flower
-    _say(f"{data}: {len(table)} reports, labels {list(table.label_space)}")
-    config: dict[str, str | float] = {
-        "data": str(data),
-        "name": args.name or data.stem,
-        "cache-dir": str(Path(args.cache_dir).resolve()),
-        "val-fraction": args.val_fraction,
-    }
-    for key in ("embedder", "base_url", "lr"):
-        if getattr(args, key) is not None:
-            config[schema.dashed(key)] = getattr(args, key)
+    settings = schema.from_args(NodeSettings, args)
+    data = Path(settings.data).resolve()
+    table = read_reports(  # fail here, not inside Flower
+        data, require_labels=True, blank=settings.blank, uncertain=settings.uncertain
+    )
+    say(f"{data}: {len(table)} reports, labels {list(table.label_space)}")
+    config = schema.encode(
+        replace(
+            settings,
+            data=str(data),
+            name=settings.name or data.stem,
+            cache_dir=str(Path(settings.cache_dir or embeddings_cache_dir()).resolve()),
+        )
+    )
     _exec(
         supernode_command(
             superlink=args.superlink,
@@ -135,13 +135,13 @@ def _run_config(args: argparse.Namespace) -> dict[str, schema.Scalar]:
 
 
 def cmd_run(args: argparse.Namespace) -> None:
-    from reportfed.federation.flower.launch import (
+    from reportfed.flower.launch import (
         run_command,
         wait_for_server,
         write_flwr_config,
     )
-    from reportfed.federation.flower.server_app import HISTORY_FILE, MODEL_FILE
-    from reportfed.federation.flower.strategy import RELIABLE_ROWS
+    from reportfed.flower.server_app import HISTORY_FILE, MODEL_FILE
+    from reportfed.flower.strategy import RELIABLE_ROWS
 
     ca = _tls(args, "root-certificates")
     run_config = _run_config(args)
@@ -149,9 +149,9 @@ def cmd_run(args: argparse.Namespace) -> None:
     write_flwr_config(
         Path(env["FLWR_HOME"]), args.superlink, root_certificates=ca, insecure=args.insecure
     )
-    wait_for_server(args.superlink, args.connect_timeout, say=_say)
+    wait_for_server(args.superlink, args.connect_timeout, say=say)
     cmd = run_command(run_config)
-    _say("$ " + " ".join(cmd))
+    say("$ " + " ".join(cmd))
     done = subprocess.run(cmd, env=env, check=False)
     if done.returncode != 0:
         raise ReportfedError(f"flwr run exited with {done.returncode} (its log is above)")
@@ -159,21 +159,21 @@ def cmd_run(args: argparse.Namespace) -> None:
     history = json.loads((out / HISTORY_FILE).read_text()) if (out / HISTORY_FILE).is_file() else []
     if history:
         last = history[-1]
-        _say(
+        say(
             f"round {last['round']}: accepted {last.get('accepted')}, rejected "
             f"{sorted(last.get('rejected', {}))}, failed {sorted(last.get('failed', {}))}"
         )
         if "evaluation" in last:
             evaluation = last["evaluation"]
-            _say(f"macro AUROC on the nodes' held-out rows: {evaluation['macro-auroc']:.4f}")
+            say(f"macro AUROC on the nodes' held-out rows: {evaluation['macro-auroc']:.4f}")
             rows = evaluation.get("min-rows")
             if rows is not None and rows < RELIABLE_ROWS:
-                _say(
+                say(
                     f"reportfed: warning: some label's AUROC rests on {rows} held-out rows "
                     f"(< {RELIABLE_ROWS}): unreliable; give the nodes more rows or a larger "
                     "--val-fraction"
                 )
-    _say(f"global model: {out / MODEL_FILE}")
+    say(f"global model: {out / MODEL_FILE}")
 
 
 def cmd_import(args: argparse.Namespace) -> None:
@@ -183,13 +183,11 @@ def cmd_import(args: argparse.Namespace) -> None:
     if args.labels:
         labeler = labeler.select_labels([s.strip() for s in args.labels.split(",") if s.strip()])
     labeler.save(args.out)
-    _say(f"wrote {args.out} with labels {list(labeler.classes_)} (no training)")
+    say(f"wrote {args.out} with labels {list(labeler.classes_)} (no training)")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Add ``federation`` and its subcommands to the ``reportfed`` parser."""
-    from reportfed.paths import embeddings_cache_dir
-
     fed = sub.add_parser("federation", help="federated training across processes (Flower)")
     cmds = fed.add_subparsers(dest="federation_command", required=True)
 
@@ -207,27 +205,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--port", type=int, default=9092, help="port the nodes and runs connect to")
     tls(p, "certificates", "directory with ca.crt, server.pem, server.key")
     p.add_argument("--database", default=None, help="persist server state in this SQLite file")
-    p.set_defaults(func=cmd_server)
+    p.set_defaults(func=start_superlink)
 
     p = cmds.add_parser("node", help="start this hospital's node (Flower SuperNode)")
-    p.add_argument("--data", required=True, help="this node's reports table with label columns")
     p.add_argument("--superlink", required=True, help="server address host:port")
-    p.add_argument("--name", default=None, help="node name (default: the data file's stem)")
     p.add_argument("--port", type=int, default=9094, help="local port of the node's runtime")
     tls(p, "root-certificates", "CA certificate that signed the server's certificate")
-    p.add_argument("--embedder", default=None, help="embedder spec (default: the run's)")
-    p.add_argument("--base-url", default=None, help="base URL of an OpenAI-compatible API")
-    p.add_argument(
-        "--cache-dir", default=str(embeddings_cache_dir()), help="embedding cache directory"
-    )
-    p.add_argument(
-        "--val-fraction",
-        type=float,
-        default=0.1,
-        help="share of this node's rows held out for evaluation and thresholds",
-    )
-    p.add_argument("--lr", type=float, default=None, help="node-specific learning rate")
-    p.set_defaults(func=cmd_node)
+    schema.add_flags(p, NodeSettings, required=["data"])
+    p.set_defaults(func=start_supernode)
 
     p = cmds.add_parser("run", help="run federated training and wait for the global model")
     p.add_argument("--superlink", required=True, help="server address host:port")

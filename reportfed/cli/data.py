@@ -1,0 +1,113 @@
+"""``reportfed corpus`` (a reports + labels table from a corpus) and ``reportfed embed`` (fill the
+embedding cache)."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from reportfed.cli.options import (
+    add_embedder_options,
+    add_granularity,
+    add_text_column,
+    check_outputs,
+    label_counts,
+    names,
+    say,
+)
+from reportfed.errors import ReportfedError
+from reportfed.io import atomic_write, table_data
+from reportfed.labels import CHEXPERT_14
+
+
+def cmd_corpus(args: argparse.Namespace) -> None:
+    from reportfed.data.iu import load_iu_frame
+
+    labels = list(CHEXPERT_14)
+    if args.labels:
+        from reportfed.labels import LabelSpace
+
+        labels = list(LabelSpace.of(names(args.labels)))
+        unknown = [n for n in labels if n not in CHEXPERT_14]
+        if unknown:
+            raise ReportfedError(f"IU has no {unknown} labels; it has {list(CHEXPERT_14)}")
+    check_outputs([], tables=[("--out", Path(args.out))])
+    frame = load_iu_frame(args.archive, granuloma_as_lesion=args.granuloma_as_lesion)
+    frame = frame[frame["text"] != ""]
+    if args.sample is not None:
+        if not 1 <= args.sample <= len(frame):
+            raise ReportfedError(f"--sample must be in [1, {len(frame)}], got {args.sample}")
+        frame = frame.sample(n=args.sample, random_state=args.seed).sort_index()
+    out = pd.DataFrame(
+        {
+            "id": frame["uid"],
+            "Reports": frame["text"],
+            "findings": frame["findings"],
+            "impression": frame["impression"],
+            "mesh_major": frame["mesh_major"].map("; ".join),
+        }
+    )
+    out = pd.concat([out, frame[labels]], axis=1)
+    atomic_write(args.out, table_data(out, args.out))
+    say(
+        f"wrote {len(out)} IU reports to {args.out}\n"
+        + label_counts(labels, out[labels].to_numpy(float))
+    )
+
+
+def cmd_embed(args: argparse.Namespace) -> None:
+    from reportfed.data.table import read_reports
+    from reportfed.embed import make_embedder
+    from reportfed.embed.granularity import embed_reports
+
+    table = read_reports(args.reports, text_column=args.text_column)
+    embedder = make_embedder(args.embedder, base_url=args.base_url)
+    counts: dict[str, int] = {}
+    start = time.perf_counter()
+    x = embed_reports(
+        table.texts,
+        embedder,
+        granularity=args.granularity,
+        cache_dir=args.cache_dir,
+        counts=counts,
+    )
+    secs = time.perf_counter() - start
+    unit = "sentences" if args.granularity == "sentence" else "reports"
+    rate = f"{counts['new'] / secs:.1f} {unit}/s" if counts["new"] else "nothing new to embed"
+    say(
+        f"{len(table)} reports -> {x.shape[-1]}-dim embeddings with {embedder.fingerprint} in "
+        f"{secs:.2f} s: {counts['new']} distinct {unit} embedded ({rate}), {counts['cached']} "
+        f"from the cache {args.cache_dir}"
+        + (
+            f"; skipped {table.skipped_empty} empty or wordless reports"
+            if table.skipped_empty
+            else ""
+        )
+    )
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    """Add ``corpus`` and ``embed`` to the ``reportfed`` parser."""
+    p = sub.add_parser("corpus", help="build a reports + labels table from a corpus")
+    p.add_argument("name", choices=["iu"])
+    p.add_argument("--out", required=True, help="output CSV or Parquet")
+    p.add_argument("--archive", default=None, help="path to NLMCXR_reports.tgz (else resolved)")
+    p.add_argument(
+        "--granuloma-as-lesion", action="store_true", help="count granulomas as Lung Lesion"
+    )
+    p.add_argument(
+        "--sample", type=int, default=None, help="keep N reports drawn at random (a small site)"
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed of --sample")
+    p.add_argument("--labels", default=None, help="comma-separated label columns to keep")
+    p.set_defaults(func=cmd_corpus)
+
+    p = sub.add_parser("embed", help="embed a reports table into the cache, print throughput")
+    p.add_argument("--reports", required=True)
+    add_granularity(p)
+    add_text_column(p)
+    add_embedder_options(p)
+    p.set_defaults(func=cmd_embed)

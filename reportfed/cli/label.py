@@ -1,0 +1,91 @@
+"""``reportfed label``: reports in, the CheXpert labeler's four states out (and, on request,
+presence probabilities and the evidence behind every state)."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from reportfed.cli.options import add_embedder_options, add_text_column, check_outputs, say
+from reportfed.errors import ReportfedError
+from reportfed.io import table_data, write_together
+
+
+def cmd_label(args: argparse.Namespace) -> None:
+    from reportfed.data.table import read_reports
+    from reportfed.default_model import load_default_model
+    from reportfed.labeler import ReportLabeler
+
+    out = Path(args.out)
+    extra = {flag: Path(value) for flag, value in
+             (("--probabilities", args.probabilities), ("--evidence", args.evidence)) if value}  # fmt: skip
+    paths = [("--out", out), *extra.items()]
+    check_outputs([], tables=paths, inputs=[("--reports", Path(args.reports))])
+    table = read_reports(args.reports, text_column=args.text_column)
+    if table.skipped_empty:
+        say(
+            f"skipped {table.skipped_empty} reports that are empty, missing or without a word "
+            "(a number is no report)"
+        )
+    labeler = (
+        ReportLabeler.load(args.model, cache_dir=args.cache_dir)
+        if args.model
+        else load_default_model(cache_dir=args.cache_dir, say=say)
+    )
+    names = list(labeler.classes_)
+    clash = [n for n in names if n in ("Reports", table.id_column)]
+    if clash:
+        raise ReportfedError(f"the model has a label named {clash[0]!r}, an output column name")
+    start = time.perf_counter()
+    read = labeler.annotate(table.texts, table.ids, evidence="--evidence" in extra)
+    ids = {table.id_column: table.ids} if table.id_column else {}
+
+    def frame(values: np.ndarray) -> pd.DataFrame:
+        columns = dict(zip(names, values.T, strict=True))
+        return pd.DataFrame({**ids, "Reports": table.texts, **columns})
+
+    tables = {"--out": frame(read.states)}
+    if "--probabilities" in extra:
+        tables["--probabilities"] = frame(read.proba)
+    if read.evidence is not None:
+        tables["--evidence"] = read.evidence
+    written = dict(paths)
+    write_together([(written[flag], table_data(t, written[flag])) for flag, t in tables.items()])
+    say(
+        f"labelled {len(table)} reports in {time.perf_counter() - start:.2f} s -> {out}"
+        " (1 positive, 0 negated, -1 uncertain, blank not mentioned)"
+    )
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Add ``label`` to the ``reportfed`` parser."""
+    p = sub.add_parser(
+        "label",
+        help="label reports: the CheXpert labeler's format (1 positive, 0 negated, -1 uncertain, "
+        "blank not mentioned)",
+    )
+    p.add_argument(
+        "--reports", required=True, help="CSV/Parquet with a text column, or headerless CSV"
+    )
+    add_text_column(p)
+    p.add_argument(
+        "--model", default=None, help="model file; None: the default IU model, built on first use"
+    )
+    p.add_argument(
+        "--out", default="labeled_reports.csv", help="the labels written (CSV, or .parquet)"
+    )
+    p.add_argument(
+        "--probabilities", default=None, help="also write per-label presence probabilities here"
+    )
+    p.add_argument(
+        "--evidence",
+        default=None,
+        help="also write why: a row per report and non-blank label (id, label, state, "
+        "probability, sentence, cue, source: text | model | rule)",
+    )
+    add_embedder_options(p, choose=False)
+    p.set_defaults(func=cmd_label)

@@ -1,0 +1,108 @@
+"""What every ``reportfed`` command shares: messages, option groups, the output checks and the
+parser class whose help shows defaults."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from reportfed.errors import ReportfedError
+from reportfed.io import check_writable, table_format
+from reportfed.sentences import GRANULARITIES, GRANULARITY_HELP
+
+
+def say(msg: str) -> None:
+    """Print a progress or result line on stderr (stdout stays free for data)."""
+    print(msg, file=sys.stderr, flush=True)
+
+
+def names(text: str) -> list[str]:
+    """The names of a comma-separated option (blanks dropped)."""
+    return [s.strip() for s in text.split(",") if s.strip()]
+
+
+def label_counts(labels: Sequence[str], y: np.ndarray) -> str:
+    """One line per label: its positive and missing cells in ``y``."""
+    rows = [
+        f"  {n:<28}{int(np.nansum(y[:, i])):>6} positive  {int(np.isnan(y[:, i]).sum()):>5} missing"
+        for i, n in enumerate(labels)
+    ]
+    return "\n".join(rows)
+
+
+def check_outputs(
+    outputs: Sequence[tuple[str, Path]],
+    *,
+    tables: Sequence[tuple[str, Path]] = (),
+    inputs: Sequence[tuple[str, Path]] = (),
+) -> None:
+    """Before any work: every output writable, every table's suffix a format it can be written
+    in, none of them an input or another output."""
+    for _, path in [*outputs, *tables]:
+        check_writable(path)
+    for flag, path in tables:
+        try:
+            table_format(path)
+        except ReportfedError as exc:
+            raise ReportfedError(f"{flag} {exc}") from None
+    named = [*inputs, *outputs, *tables]
+    for i, (flag, path) in enumerate(named):
+        for other, other_path in named[:i]:
+            if path.resolve() == other_path.resolve():
+                raise ReportfedError(f"{flag} and {other} are the same file: {path}")
+
+
+def add_embedder_options(p: argparse.ArgumentParser, *, choose: bool = True) -> None:
+    """``--cache-dir`` and, with ``choose``, ``--embedder`` and ``--base-url``."""
+    from reportfed.paths import embeddings_cache_dir
+
+    p.add_argument(
+        "--cache-dir", default=str(embeddings_cache_dir()), help="embedding cache directory"
+    )
+    if not choose:
+        return
+    p.add_argument(
+        "--embedder",
+        default="minilm",
+        help="minilm (default) | st:PATH_OR_ID | hf:PATH_OR_ID | openai:MODEL",
+    )
+    p.add_argument("--base-url", default=None, help="base URL of an OpenAI-compatible API")
+
+
+def add_granularity(p: argparse.ArgumentParser) -> None:
+    """``--granularity`` (how reports are embedded; the product's default, sentence)."""
+    p.add_argument(
+        "--granularity", choices=GRANULARITIES, default="sentence", help=GRANULARITY_HELP
+    )
+
+
+def add_text_column(p: argparse.ArgumentParser) -> None:
+    """``--text-column`` (which column holds the reports)."""
+    p.add_argument(
+        "--text-column",
+        default=None,
+        help="the report column; None: the first of Reports, Report Impression, REPORT, report, text",
+    )
+
+
+class _Formatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Help that shows an option's default, unless it is None or the help already says it."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if action.default in (None, "") or "default" in text:
+            return text
+        return super()._get_help_string(action)
+
+
+class Parser(argparse.ArgumentParser):
+    """An argument parser whose help shows each option's default."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)

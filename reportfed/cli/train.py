@@ -1,0 +1,123 @@
+"""``reportfed train``: federated training in this process, one site per labelled table."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from reportfed import schema
+from reportfed.cli.options import (
+    add_embedder_options,
+    add_granularity,
+    check_outputs,
+    names,
+    say,
+)
+from reportfed.config import FederationConfig, SiteSettings
+from reportfed.errors import ReportfedError
+from reportfed.io import write_together
+from reportfed.model_file import encode_model
+
+if TYPE_CHECKING:
+    from reportfed.labeler import ReportLabeler
+
+
+def cmd_train(args: argparse.Namespace) -> None:
+    from reportfed.data.table import read_reports
+    from reportfed.labeler import ReportLabeler
+
+    check_outputs([("--out", Path(args.out)), ("--metrics", Path(args.metrics))])
+    site = schema.from_args(SiteSettings, args)
+    labeler = ReportLabeler(
+        args.embedder,
+        granularity=args.granularity,
+        base_url=args.base_url,
+        config=schema.from_args(FederationConfig, args),
+        val_fraction=site.val_fraction,
+        cache_dir=args.cache_dir,
+    )
+    custom = names(args.custom_labels or "")
+    tables = [
+        read_reports(
+            p,
+            custom_labels=custom,
+            uncertain=site.uncertain,
+            blank=site.blank,
+            require_labels=True,
+        )
+        for p in args.node
+    ]
+    found = {str(c) for t in tables for c in t.label_space}
+    missing = [c for c in custom if c not in found]
+    if missing:
+        raise ReportfedError(f"--custom-labels: no --node table has a column {missing}")
+    for p, t in zip(args.node, tables, strict=True):
+        annotated = [n for n in t.label_space if n not in t.blank_columns]
+        say(
+            f"node {p}: {len(t)} reports, labels {annotated}"
+            + (f", skipped {t.skipped_empty} empty or wordless" if t.skipped_empty else "")
+            + (
+                f"; not annotated on any row (left out): {list(t.blank_columns)}"
+                if t.blank_columns
+                else ""
+            )
+            + (
+                f"; not label names, ignored: {list(t.ignored_columns)}"
+                if t.ignored_columns
+                else ""
+            )
+        )
+    labeler.fit_tables(tables)
+    save_labeler(labeler, args.out, args.metrics, {"nodes": labeler.provenance_["nodes"]})
+
+
+def save_labeler(
+    labeler: ReportLabeler, out: str | Path, metrics: str | Path, summary: dict[str, Any]
+) -> None:
+    """Write a trained labeler's model file and its training summary (JSON), all or none."""
+    summary = {
+        **summary,
+        "model": str(out),
+        "labels": list(labeler.classes_),
+        "thresholds": [round(float(t), 4) for t in labeler.thresholds_],
+    }
+    write_together(
+        [
+            (out, encode_model(labeler.model_file())),
+            (metrics, json.dumps(summary, indent=2).encode()),
+        ]
+    )
+    say(f"wrote model {out} and summary {metrics}")
+
+
+def add_training_options(p: argparse.ArgumentParser) -> None:
+    """The options of any training command: hyperparameters, granularity, embedder, outputs."""
+    add_granularity(p)
+    schema.add_flags(p, FederationConfig)
+    p.add_argument("--out", default="reportfed-model.safetensors", help="the model file written")
+    p.add_argument(
+        "--metrics", default="reportfed-metrics.json", help="the training summary (JSON) written"
+    )
+    add_embedder_options(p)
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Add ``train`` to the ``reportfed`` parser."""
+    p = sub.add_parser("train", help="federated training in this process, one site per table")
+    p.add_argument(
+        "--node",
+        action="append",
+        required=True,
+        help="a site's reports table with label columns (repeatable: one per site)",
+    )
+    p.add_argument(
+        "--custom-labels",
+        default=None,
+        help="comma-separated columns to train as labels beyond the CheXpert and NIH-14 names "
+        "(two states when labelling: 1 or 0)",
+    )
+    schema.add_flags(p, SiteSettings)
+    add_training_options(p)
+    p.set_defaults(func=cmd_train)
