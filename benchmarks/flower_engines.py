@@ -28,18 +28,18 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from experiments.protocol import Protocol, partition
 from reportfed.aggregation import GlobalState
-from reportfed.config import FederationConfig
+from reportfed.config import FederationConfig, NodeSettings
 from reportfed.data.iu import load_iu
 from reportfed.engine import run_federation
 from reportfed.flower.launch import LoopbackFederation
 from reportfed.flower.server_app import HISTORY_FILE, MODEL_FILE
-from reportfed.flower.site import load_node_data
 from reportfed.io import atomic_write
 from reportfed.labeler import ReportLabeler
 from reportfed.labels import CHEXPERT_13
 from reportfed.paths import embeddings_cache_dir
-from experiments.protocol import Protocol, partition
+from reportfed.report_node import load_report_node
 
 
 def node_tables(out: Path, k: int, seed: int = 0) -> list[Path]:
@@ -69,7 +69,12 @@ def bench(k: int, rounds: int, skip: set[str], work: Path) -> list[dict[str, obj
     run = {"rounds": rounds, "min-nodes": k, "evaluate-every": 0, "round-timeout": 600.0}
     rows: list[dict[str, object]] = []
 
-    nodes = [load_node_data(p, name=p.stem, cache_dir=cache).node for p in paths]  # embeds once
+    nodes = [  # embeds once
+        load_report_node(
+            NodeSettings(data=str(p), cache_dir=str(cache)), FederationConfig(rounds=rounds)
+        ).node
+        for p in paths
+    ]
     start = time.perf_counter()
     reference = run_federation(nodes, FederationConfig(rounds=rounds), progress=False).state
     wall = time.perf_counter() - start

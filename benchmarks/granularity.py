@@ -25,6 +25,7 @@ import torch
 from scipy import stats
 from tqdm.auto import tqdm
 
+from experiments.protocol import Protocol, simulate
 from reportfed.data.iu import load_iu
 from reportfed.embed import make_embedder
 from reportfed.embed.granularity import embed_reports
@@ -32,7 +33,6 @@ from reportfed.io import atomic_write
 from reportfed.labeler import ReportLabeler
 from reportfed.labels import CHEXPERT_13
 from reportfed.paths import embeddings_cache_dir
-from experiments.protocol import Protocol, simulate
 from reportfed.sentences import GRANULARITIES
 
 RESULTS = Path(__file__).resolve().parent / "results" / "granularity.json"

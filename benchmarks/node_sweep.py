@@ -35,15 +35,16 @@ import numpy as np
 import torch
 from scipy import stats
 
+from experiments.baselines import METHODS, Scenario, method_nodes
+from experiments.lockstep import Compute, run_federations
+from experiments.protocol import Protocol, scenario
 from experiments.runner import iu_data
 from reportfed.config import FederationConfig
-from experiments.baselines import METHODS, Scenario, method_nodes
-from reportfed.engine import Node, run_federation
-from experiments.lockstep import Compute, run_federations
+from reportfed.engine import run_federation
 from reportfed.io import atomic_write
 from reportfed.metrics import auroc
 from reportfed.model import predict_state
-from experiments.protocol import Protocol, scenario
+from reportfed.report_node import Node
 from reportfed.sentences import GRANULARITIES
 
 RESULTS = Path(__file__).resolve().parent / "results"

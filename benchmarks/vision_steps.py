@@ -16,7 +16,7 @@ import torch
 
 from reportfed.io import atomic_write
 from reportfed.train import masked_bce
-from vision.federation import ImageFederationConfig, device_of
+from vision.train import ImageFederationConfig, device_of
 from vision.models import build_model
 
 

@@ -22,7 +22,7 @@ import numpy as np
 from experiments.lockstep import Compute, Mode, run_federations
 from reportfed.aggregation import GlobalState
 from reportfed.config import FederationConfig
-from reportfed.engine import Node
+from reportfed.report_node import Node
 from reportfed.labels import LabelSpace
 from reportfed.metrics import f1_thresholds, label_metrics
 from reportfed.model import predict_state

@@ -41,7 +41,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields
 from functools import partial
 from itertools import pairwise
-from threading import Lock
 from typing import Literal
 
 import numpy as np
@@ -50,7 +49,7 @@ from torch.nn import functional
 
 from reportfed.aggregation import GlobalState, NodeUpdate
 from reportfed.config import FederationConfig
-from reportfed.engine import Node, initial_state
+from reportfed.report_node import Node, initial_state
 from reportfed.labels import LabelSpace
 from reportfed.model import SKIP, sentence_mask
 from reportfed.rounds import round_seed
@@ -331,13 +330,9 @@ def run_federations(
         spans.append((start, stop))
         start = stop
 
-    building = Lock()  # initial_state seeds torch's global generator: one chunk at a time
-
     def train(span: tuple[int, int]) -> list[LockstepResult]:
         lo, hi = span
-        with building:
-            lockstep = _Lockstep(federations[lo:hi], configs[lo:hi], mode, compute, device)
-        return lockstep.run()
+        return _Lockstep(federations[lo:hi], configs[lo:hi], mode, compute, device).run()
 
     workers = compute.worker_count(device)
     with torch_threads(1), ThreadPoolExecutor(min(workers, len(spans))) as pool:

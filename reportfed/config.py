@@ -11,6 +11,7 @@ from typing import Literal
 
 from reportfed.errors import ConfigError
 from reportfed.schema import setting
+from reportfed.sentences import GRANULARITY_HELP, Granularity
 from reportfed.server import ServerOptions
 
 #: what a ``-1`` label cell means for presence
@@ -114,3 +115,39 @@ class NodeSettings(SiteSettings):
     lr: float = setting(0.0, "node-specific learning rate (0: the run's)")
     image_root: str = setting("", "image nodes: directory relative image paths start from")
     layout: str = setting("table", "image nodes: table, nih or mimic")
+
+
+#: What a Flower run fixes among the hyperparameters: an invalid update (NaN, wrong shape) is
+#: dropped, since one hospital's fault must not end a federation (``SurgicalAggregation`` always
+#: drops; the app's run config declares it, and the ServerApp refuses another value).
+FLOWER_DEFAULTS = {"on_invalid": "drop"}
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """The settings of a Flower run beyond the hyperparameters: what the nodes hold, where the
+    run writes, when it starts and waits, what the nodes embed with, and DP. The ServerApp reads
+    them from the run config, ``reportfed federation run`` has a flag per field, and the app's
+    ``pyproject.toml`` holds their defaults (a test keeps it equal to these)."""
+
+    modality: str = setting("reports", "what the nodes hold: reports, or images (vision/)")
+
+    out: str = setting(
+        "reportfed-federation", "server-side output directory (global model and history)"
+    )
+    min_nodes: int = setting(
+        2, "nodes needed to start, and valid updates a round needs to change the model"
+    )
+    evaluate_every: int = setting(
+        1, "evaluate on the nodes' held-out rows every N rounds (0: after the last only)"
+    )
+    round_timeout: float = setting(600.0, "seconds a round waits for the nodes' updates")
+    join_timeout: float = setting(
+        600.0, "seconds a node has to answer its first message (it embeds its reports then)"
+    )
+    embedder: str = setting("minilm", "embedder spec of every node without its own")
+    granularity: Granularity = setting("sentence", GRANULARITY_HELP)
+    fingerprint: str = setting("", "embedder fingerprint every node must have ('': the commonest)")
+    resume: bool = setting(True, "continue after the last round saved in the output directory")
+    dp_noise: float = setting(0.0, "DP noise multiplier (0 = off)")
+    dp_clip: float = setting(1.0, "DP clipping norm of node updates")

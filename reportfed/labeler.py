@@ -26,17 +26,19 @@ from reportfed.calibration import (
     fit_calibration,
     identity_calibration,
 )
+from reportfed.config import FederationConfig
 from reportfed.data.partition import holdout
 from reportfed.data.table import ReportTable
 from reportfed.embed import DEFAULT_EMBEDDER, Embedder, make_embedder
 from reportfed.embed.granularity import embed_reports
+from reportfed.engine import run_federation
 from reportfed.errors import ConfigError, ModelFileError, ReportfedError, ReportfedWarning
-from reportfed.engine import FederationConfig, Node, run_federation
 from reportfed.labels import LabelSpace, warn_if_all_positive
 from reportfed.metrics import f1_thresholds
 from reportfed.model import decisive_sentences, global_model, predict_state
 from reportfed.model_file import ModelFile, read_model, write_model
 from reportfed.paths import embeddings_cache_dir
+from reportfed.report_node import Node
 from reportfed.schema import architecture, architecture_fields
 from reportfed.sentences import Granularity, check_granularity, report_units
 from reportfed.states import NO_FINDING, chexpert_states, report_mentions

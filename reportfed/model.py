@@ -7,6 +7,7 @@ to and from the aggregation core's arrays with :func:`to_arrays` / :func:`load_a
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -36,6 +37,41 @@ class SkipHead(nn.Linear):
         return super().forward(h) + x @ self.skip.T
 
 
+class SeededDropout(nn.Dropout):
+    """``nn.Dropout`` drawing its masks from ``generator`` when one is set (else torch's global
+    generator), so seeded training touches no global state. The masks equal ``nn.Dropout``'s
+    for a generator in the same state."""
+
+    generator: torch.Generator | None = None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not self.training or self.p == 0 or self.generator is None:
+            return super().forward(x)
+        noise = torch.empty_like(x).bernoulli_(1 - self.p, generator=self.generator)
+        return x * noise.div_(1 - self.p)
+
+
+def seed_dropout(model: nn.Module, generator: torch.Generator | None) -> None:
+    """Let every :class:`SeededDropout` of ``model`` draw from ``generator`` (``None``: the global
+    generator)."""
+    for module in model.modules():
+        if isinstance(module, SeededDropout):
+            module.generator = generator
+
+
+def seeded_init(model: nn.Module, generator: torch.Generator) -> nn.Module:
+    """Initialise ``model``'s linear layers as torch does (``nn.Linear.reset_parameters``), drawing
+    from ``generator``; a :class:`SkipHead`'s input term stays zero. Returns ``model``."""
+    with torch.no_grad():
+        for module in model.modules():
+            if isinstance(module, nn.Linear):
+                nn.init.kaiming_uniform_(module.weight, a=math.sqrt(5), generator=generator)
+                bound = 1 / math.sqrt(module.in_features) if module.in_features > 0 else 0
+                if module.bias is not None:
+                    nn.init.uniform_(module.bias, -bound, bound, generator=generator)
+    return model
+
+
 class ReportMLP(nn.Module):
     """``input -> [Linear, ReLU, Dropout] x len(hidden) -> Linear(n_labels)`` (logits); with
     ``skip``, the head also has a linear term on the input (:class:`SkipHead`)."""
@@ -53,7 +89,7 @@ class ReportMLP(nn.Module):
         layers: list[nn.Module] = []
         width = input_dim
         for h in hidden:
-            layers += [nn.Linear(width, h), nn.ReLU(), nn.Dropout(dropout)]
+            layers += [nn.Linear(width, h), nn.ReLU(), SeededDropout(dropout)]
             width = h
         self.representation = nn.Sequential(*layers)
         self.task = SkipHead(width, n_labels, input_dim) if skip else nn.Linear(width, n_labels)
@@ -130,9 +166,15 @@ def predict_proba(model: nn.Module, x: torch.Tensor, batch_size: int = 4096) -> 
     return torch.cat(out).numpy() if out else np.zeros((0, 0), dtype=np.float32)
 
 
-def node_model(input_dim: int, n_labels: int, config: FederationConfig) -> ReportMLP:
-    """The architecture ``config`` describes, with ``n_labels`` outputs (random weights)."""
-    return ReportMLP(input_dim, n_labels, config.hidden, config.dropout, skip=config.skip)
+def node_model(
+    input_dim: int, n_labels: int, config: FederationConfig, *, seed: int | None = None
+) -> ReportMLP:
+    """The architecture ``config`` describes, with ``n_labels`` outputs: weights drawn from a
+    generator seeded with ``seed`` (the same for the same seed), else from torch's global one."""
+    model = ReportMLP(input_dim, n_labels, config.hidden, config.dropout, skip=config.skip)
+    if seed is not None:
+        seeded_init(model, torch.Generator().manual_seed(seed))
+    return model
 
 
 def global_model(state: GlobalState, input_dim: int, config: FederationConfig) -> ReportMLP:

@@ -5,17 +5,15 @@ every engine (the loop, lockstep, Flower nodes) derives the same way."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from tqdm.auto import tqdm
 
-from reportfed.aggregation import GlobalState, NodeUpdate
+from reportfed.aggregation import GlobalState
 from reportfed.server import SurgicalServer
 
-N = TypeVar("N")
-#: ``train(round, node_index, node, state) -> (update, metrics)``: one node's local round from
-#: the global ``state``; each metric becomes ``history[round][metric][node name]``
-LocalRound = Callable[[int, int, N, GlobalState], tuple[NodeUpdate, dict[str, float]]]
+if TYPE_CHECKING:
+    from reportfed.node import NodeAlgorithm
 
 
 def round_seed(seed: int, round_: int, node_index: int) -> int:
@@ -25,14 +23,14 @@ def round_seed(seed: int, round_: int, node_index: int) -> int:
 
 def run_rounds(
     server: SurgicalServer,
-    nodes: Sequence[N],
+    nodes: Sequence[NodeAlgorithm],
     rounds: int,
-    train: LocalRound[N],
     *,
     evaluate: Callable[[int, GlobalState], dict[str, Any]] | None = None,
     progress: bool = True,
 ) -> list[dict[str, Any]]:
-    """``rounds`` rounds: every node trains from the global state, then the server steps.
+    """``rounds`` rounds: every node trains from the global state (``node.train(state, round,
+    index)``), then the server steps.
 
     Returns one history entry per round: ``round`` (1-based), each node metric by node name,
     ``rejected`` updates with their reasons (when any), and what ``evaluate(round, state)``
@@ -43,7 +41,7 @@ def run_rounds(
         entry: dict[str, Any] = {"round": r + 1}
         updates = []
         for i, node in enumerate(nodes):
-            update, metrics = train(r, i, node, server.state)
+            update, metrics = node.train(server.state, r, i)
             updates.append(update)
             for key, value in metrics.items():
                 entry.setdefault(key, {})[update.node_id] = value

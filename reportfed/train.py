@@ -6,6 +6,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from reportfed.model import seed_dropout
 from reportfed.threads import torch_threads, training_threads
 
 
@@ -51,7 +52,9 @@ def train_local(
 ) -> float:
     """Train ``model`` on ``(x, y)`` with a fresh Adam; returns the mean training loss.
 
-    ``seed`` fixes the batch order and dropout, so a run is reproducible. ``soft`` (same shape as
+    ``seed`` fixes the batch order and the dropout masks of the model's
+    :class:`~reportfed.model.SeededDropout` layers (two generators, no global state), so a run is
+    reproducible. ``soft`` (same shape as
     ``y``, NaN where unused) adds ``distill`` x the masked BCE against these soft targets.
     ``weight_decay`` is Adam's L2 term; ``pos_weight`` weighs the positives of each label.
     ``prox`` adds FedProx's proximal term ``prox/2 * ||w - w_start||^2`` (to the gradient; the
@@ -62,7 +65,7 @@ def train_local(
         raise ValueError("a node has no training examples")
     with torch_threads(training_threads()):
         gen = torch.Generator().manual_seed(seed)
-        torch.manual_seed(seed)  # dropout draws from the global generator
+        seed_dropout(model, torch.Generator().manual_seed(seed))
         optimizer = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
         anchor = [p.detach().clone() for p in model.parameters()] if prox > 0 else []
         model.train()
@@ -81,4 +84,5 @@ def train_local(
                     param.grad.add_(param.detach() - start_value, alpha=prox)  # type: ignore[union-attr]
                 optimizer.step()
                 losses.append(loss.item())
+        seed_dropout(model, None)
         return float(np.mean(losses))

@@ -11,12 +11,12 @@ import pandas as pd
 import tomllib
 
 from reportfed.aggregation import GlobalState
-from reportfed.config import FederationConfig
+from reportfed.config import FederationConfig, NodeSettings, RunSettings
 from reportfed.data.iu import load_iu
 from reportfed.engine import run_federation
 from reportfed.flower.launch import APP_DIR
-from reportfed.flower.site import load_node_data
 from reportfed.labels import canonical
+from reportfed.report_node import load_report_node
 from reportfed.sentences import Granularity
 
 NODE_LABELS = {
@@ -64,11 +64,15 @@ def engine_state(
     **overrides: Any,
 ) -> GlobalState:
     """The in-process engine's global state for the nodes ``names`` after ``rounds`` rounds."""
+    config = FederationConfig(**{**CONFIG.__dict__, "rounds": rounds, **overrides})
     nodes = [
-        load_node_data(tables[n], name=n, cache_dir=cache, granularity=granularity).node
+        load_report_node(
+            NodeSettings(data=str(tables[n]), name=n, cache_dir=str(cache)),
+            config,
+            RunSettings(granularity=granularity),
+        ).node
         for n in sorted(names)
     ]
-    config = FederationConfig(**{**CONFIG.__dict__, "rounds": rounds, **overrides})
     return run_federation(nodes, config, progress=False).state
 
 

@@ -7,11 +7,11 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from reportfed.config import FederationConfig
-from reportfed.data.partition import dirichlet_rows
 from experiments.baselines import METHODS, run_method
 from experiments.lockstep import Compute
 from experiments.protocol import Protocol, scenario, simulate
+from reportfed.config import FederationConfig
+from reportfed.data.partition import dirichlet_rows
 
 from .synthetic import synthetic
 

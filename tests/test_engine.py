@@ -2,12 +2,13 @@ import numpy as np
 import pytest
 import torch
 
+from experiments.protocol import Protocol, simulate
 from reportfed.config import FederationConfig
-from reportfed.engine import Node, run_federation
+from reportfed.engine import run_federation
 from reportfed.labels import LabelSpace
 from reportfed.metrics import auroc
 from reportfed.model import global_model, predict_proba
-from experiments.protocol import Protocol, simulate
+from reportfed.report_node import Node
 from reportfed.train import masked_bce, positive_weights
 
 from .synthetic import synthetic

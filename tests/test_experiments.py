@@ -4,9 +4,9 @@ import pytest
 from scipy import stats
 
 from experiments import runner
+from experiments.protocol import Protocol, scenario
 from experiments.runner import Setting, label_plot, label_table, markdown, plot, run, summarize
 from reportfed.config import FederationConfig
-from experiments.protocol import Protocol, scenario
 
 from .synthetic import synthetic
 

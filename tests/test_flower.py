@@ -23,7 +23,6 @@ from reportfed.aggregation import Arrays, GlobalState
 from reportfed.calibration import IDENTITY
 from reportfed.config import FederationConfig
 from reportfed.embed.weights import resolve_model_path
-from reportfed.engine import initial_state
 from reportfed.flower import client_app, server_app
 from reportfed.flower.exchange import run_on_grid
 from reportfed.flower.strategy import SurgicalAggregation
@@ -31,6 +30,7 @@ from reportfed.flower.wire import ARRAYS, config_record, federation_config
 from reportfed.labeler import ReportLabeler
 from reportfed.labels import LabelSpace
 from reportfed.model import SKIP
+from reportfed.report_node import initial_state
 
 from .direct_grid import DirectGrid
 from .flower_nodes import CONFIG, UNION, assert_same, engine_state, run_config

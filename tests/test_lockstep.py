@@ -9,9 +9,6 @@ import numpy as np
 import pytest
 import torch
 
-from reportfed.aggregation import node_arrays
-from reportfed.config import FederationConfig
-from reportfed.engine import Node, initial_state, run_federation
 from experiments.lockstep import (
     Compute,
     _Bags,
@@ -20,8 +17,12 @@ from experiments.lockstep import (
     _pool,
     run_federations,
 )
+from reportfed.aggregation import node_arrays
+from reportfed.config import FederationConfig
+from reportfed.engine import run_federation
 from reportfed.labels import LabelSpace
 from reportfed.model import SKIP, ReportMLP, load_arrays, to_arrays
+from reportfed.report_node import Node, initial_state
 from reportfed.rounds import round_seed
 from reportfed.train import train_local
 

@@ -11,9 +11,14 @@ import tomllib
 
 from reportfed import schema
 from reportfed.cli import build_parser
-from reportfed.config import FederationConfig, NodeSettings, SiteSettings
+from reportfed.config import (
+    FLOWER_DEFAULTS,
+    FederationConfig,
+    NodeSettings,
+    RunSettings,
+    SiteSettings,
+)
 from reportfed.flower.launch import APP_DIR
-from reportfed.flower.settings import FLOWER_DEFAULTS, RunSettings
 
 
 def _subparser(parser: argparse.ArgumentParser, *path: str) -> argparse.ArgumentParser:

@@ -11,12 +11,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from experiments.lockstep import run_federations
 from reportfed.aggregation import GlobalState, NodeUpdate, aggregate
 from reportfed.config import FederationConfig
+from reportfed.engine import run_federation
 from reportfed.errors import ConfigError
-from reportfed.engine import Node, initial_state, run_federation
-from experiments.lockstep import run_federations
 from reportfed.labels import LabelSpace
+from reportfed.report_node import Node, initial_state
 from reportfed.server import ServerOptions, SurgicalServer
 
 from .synthetic import synthetic

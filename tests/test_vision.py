@@ -116,7 +116,10 @@ def test_image_tables_layouts_loading_and_augmentation(tmp_path: Path) -> None:
     frame.to_csv(csv, index=False)
     table = read_image_table(csv)
     assert list(table.label_space) == ["Pleural Effusion", "Cardiomegaly"]
-    assert np.isnan(table.labels[0, 1]) and table.paths[0].is_file()
+    # one default for blank cells in report and image tables: not mentioned, a negative
+    assert table.labels[0, 1] == 0 and table.paths[0].is_file()
+    table = read_image_table(csv, blank="ignore")
+    assert np.isnan(table.labels[0, 1])
 
     nih = tmp_path / "Data_Entry_2017.csv"
     pd.DataFrame({"Image Index": ["img00000.png", "img00001.png"],
@@ -131,7 +134,7 @@ def test_image_tables_layouts_loading_and_augmentation(tmp_path: Path) -> None:
                   "Pneumonia": [""]}).to_csv(tmp_path / "mimic-cxr-2.0.0-chexpert.csv", index=False)  # fmt: skip
     m = read_image_table(meta, layout="mimic", uncertain="ones")
     assert m.paths[0].as_posix().endswith("files/p10/p10000032/s50414267/d1.jpg")
-    assert m.labels[0, 0] == 1 and np.isnan(m.labels[0, 1])
+    assert m.labels[0, 0] == 1 and m.labels[0, 1] == 0  # blank in chexpert.csv: not mentioned
 
     x, y = ImageDataset(table, image_size=32, channels=3, train=True)[1]
     assert x.shape == (3, 32, 32) and y.shape == (2,)
@@ -208,26 +211,30 @@ def test_combine_report_and_image_models_and_label_images_from_reports(
 def test_image_federation_through_the_flower_strategy_with_fedbn(federation, tmp_path) -> None:  # type: ignore[no-untyped-def]
     pytest.importorskip("flwr")
     from flwr.app import Context, RecordDict
-    from safetensors import safe_open
 
-    from vision.flower_app import client_app, server_app
+    from reportfed.flower.client_app import app as client_app
+    from reportfed.flower.server_app import app as server_app
+    from reportfed.model_file import read_model
 
     from .direct_grid import DirectGrid
+    from .flower_nodes import run_config
 
     nodes, _, _, _ = federation
-    run = {"arch": "densenet121", "image-size": 64, "rounds": 4, "lr": 1e-3, "batch-size": 16,
-           "norm": "fedbn", "min-nodes": 3, "evaluate-every": 4, "out": str(tmp_path)}  # fmt: skip
+    run = run_config(modality="images", arch="densenet121", **{"image-size": 64}, rounds=4,
+                     lr=1e-3, **{"batch-size": 16}, norm="fedbn", **{"min-nodes": 3},
+                     **{"evaluate-every": 4}, out=str(tmp_path))  # fmt: skip
     grid = DirectGrid(client_app, run)
     for k, node in enumerate(nodes):
         csv = node.table.paths[0].parent / "labels.csv"
-        grid.add_node(10 + k, {"images": str(csv), "name": node.name, "val-fraction": 0.3})
+        grid.add_node(10 + k, {"data": str(csv), "name": node.name, "val-fraction": 0.3})
     server_app(
         grid, Context(run_id=1, node_id=0, node_config={}, state=RecordDict(), run_config=run)
     )
-    with safe_open(str(tmp_path / "global.safetensors"), framework="numpy") as f:
-        meta = json.loads(f.metadata()["reportfed-vision"])
-        assert not any("norm" in k for k in f.keys())  # noqa: SIM118 - FedBN layers stay on the nodes
-    evaluation = meta["history"][-1]["evaluation"]
+    model = read_model(tmp_path / "global.safetensors")
+    assert model.granularity == "image" and model.architecture["image_size"] == 64
+    assert model.provenance["federation"]["modality"] == "images"
+    assert not any("norm" in k for k in model.state.shared)  # FedBN layers stay on the nodes
+    evaluation = json.loads((tmp_path / "history.json").read_text())[-1]["evaluation"]
     assert evaluation["macro-auroc"] > 0.75
     assert min(v for k, v in evaluation.items() if k.startswith("auroc/")) > 0.6
     assert all("local" in ctx.state.array_records for ctx in grid.nodes.values())

@@ -4,8 +4,11 @@
 * :mod:`vision.data` — image tables (path + label columns in any vocabulary; NIH, CheXpert and
   MIMIC-CXR-JPG layouts), loading, preprocessing and training-side augmentation;
 * :mod:`vision.synthetic` — chest-X-ray-like images whose labels are learnable, for tests and CPU runs;
-* :mod:`vision.federation` — local training and federated rounds through
-  :func:`reportfed.aggregation.aggregate` (FedAvg, FedBN or FedBN+ for the representation block).
+* :mod:`vision.train` — the hyperparameters, local training and prediction (FedAvg, FedBN or
+  FedBN+ for the representation block);
+* :mod:`vision.node` — the image node algorithm (:class:`reportfed.node.NodeAlgorithm`) and the
+  ``images`` modality the Flower apps serve;
+* :mod:`vision.federation` — federated rounds in this process, the global model, ``ImageLabeler``.
 
 Needs the ``[vision]`` extra (``monai``, ``einops``, ``pillow``). GPU when present, CPU otherwise.
 """

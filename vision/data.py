@@ -28,8 +28,9 @@ import pandas as pd
 import torch
 from torch.nn import functional as F
 
-from reportfed.data.table import Uncertain, parse_label_column
-from reportfed.errors import InputFileError
+from reportfed.config import Blank, Uncertain
+from reportfed.data.table import parse_label_column
+from reportfed.errors import ConfigError, InputFileError
 from reportfed.labels import NIH_14, LabelSpace, canonical, check_label_matrix, is_known
 
 PATH_COLUMNS = ("Path", "path", "image", "Image Index", "file")
@@ -72,9 +73,11 @@ def read_image_table(
     image_root: str | Path | None = None,
     layout: Layout = "table",
     uncertain: Uncertain = "zeros",
+    blank: Blank = "negative",
 ) -> ImageTable:
     """Read an image table; relative image paths are resolved against ``image_root`` (default:
-    the table's directory)."""
+    the table's directory). Label cells read as report tables' do (:mod:`reportfed.config`'s
+    ``Blank`` and ``Uncertain``: a blank cell is a negative by default)."""
     path = Path(path)
     root = Path(image_root) if image_root is not None else path.parent
     frame = _read(path)
@@ -96,26 +99,34 @@ def read_image_table(
                 frame["subject_id"], frame["study_id"], frame["dicom_id"], strict=True
             )
         ]
-        return _labelled(path, frame, files, root, uncertain, source=f"MIMIC-CXR-JPG {path}")
+        return _labelled(
+            path, frame, files, root, (uncertain, blank), source=f"MIMIC-CXR-JPG {path}"
+        )
     elif layout == "table":
         column = next((c for c in PATH_COLUMNS if c in frame.columns), None)
         if column is None:
             raise InputFileError(f"{path}: no image path column (one of {list(PATH_COLUMNS)})")
-        return _labelled(path, frame, frame[column].tolist(), root, uncertain, source=str(path))
+        files = frame[column].tolist()
+        return _labelled(path, frame, files, root, (uncertain, blank), source=str(path))
     else:
-        raise ValueError(f"unknown layout {layout!r}: table, nih or mimic")
+        raise ConfigError(f"unknown layout {layout!r}: table, nih or mimic")
     return ImageTable([root / f for f in files], labels, space, source=f"NIH {path}")
 
 
 def _labelled(
-    path: Path, frame: pd.DataFrame, files: list[str], root: Path, uncertain: Uncertain, source: str
+    path: Path,
+    frame: pd.DataFrame,
+    files: list[str],
+    root: Path,
+    cells: tuple[Uncertain, Blank],
+    source: str,
 ) -> ImageTable:
     columns = [c for c in frame.columns if is_known(str(c))]
     if not columns:
         raise InputFileError(f"{path}: no label column with a known label name")
     space = LabelSpace.of(columns)
     labels = np.stack(
-        [parse_label_column(path, c, frame[c], uncertain, first_row=2) for c in columns], axis=1
+        [parse_label_column(path, c, frame[c], cells[0], 2, cells[1]) for c in columns], axis=1
     )
     return ImageTable([root / f for f in files], labels, space, source=source)
 

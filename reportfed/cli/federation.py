@@ -20,9 +20,8 @@ from pathlib import Path
 
 from reportfed import schema
 from reportfed.cli.options import say
-from reportfed.config import FederationConfig, NodeSettings
+from reportfed.config import FLOWER_DEFAULTS, FederationConfig, NodeSettings, RunSettings
 from reportfed.errors import ReportfedError
-from reportfed.flower.settings import FLOWER_DEFAULTS, RunSettings
 
 
 def _tls(args: argparse.Namespace, option: str, *, check: bool = True) -> Path | None:

@@ -206,7 +206,7 @@ def parse_label_column(
     values: pd.Series,
     uncertain: Uncertain,
     first_row: int,
-    blank: Blank = "ignore",
+    blank: Blank,
 ) -> np.ndarray:
     """Parse one label column (1 / 0 / -1 / blank) to float32; blank becomes 0 (``blank=
     "negative"``: not mentioned) or NaN (``"ignore"``: not annotated).

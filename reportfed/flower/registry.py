@@ -15,29 +15,22 @@ from flwr.supercore import log
 
 from reportfed.errors import LabelError
 from reportfed.flower.exchange import exchange
-from reportfed.flower.wire import META, METRICS
+from reportfed.flower.wire import META, read_description
 from reportfed.labels import LabelSpace
+from reportfed.node import Description
+from reportfed.schema import Scalar
 
 
 @dataclass
 class Member:
-    """A registered node: its Flower id, name, labels and index (the order of registration,
-    which seeds its local training)."""
+    """A registered node: its Flower id, name, labels, index (the order of registration, which
+    seeds its local training) and how it read its table."""
 
     node_id: int
     name: str
     labels: LabelSpace
     index: int
-
-
-@dataclass
-class _Answer:
-    node_id: int
-    name: str
-    labels: LabelSpace
-    fingerprint: str
-    dim: int
-    rows: int
+    settings: dict[str, Scalar] = field(default_factory=dict)
 
 
 @dataclass
@@ -82,42 +75,34 @@ class Registry:
                 log(WARNING, "node %d did not answer the query: %s", node_id, reply.error.reason)
                 continue
             try:
-                meta = reply.content.config_records[META]
-                answers.append(
-                    _Answer(
-                        node_id,
-                        str(meta["name"]),
-                        LabelSpace.of(list(meta["labels"]), allow_unknown=True),  # type: ignore[arg-type]
-                        str(meta["fingerprint"]),
-                        int(meta["dim"]),  # type: ignore[arg-type]
-                        int(reply.content.metric_records[METRICS]["num-examples"]),  # type: ignore[arg-type]
-                    )
-                )
+                answers.append((node_id, read_description(reply.content)))
             except (KeyError, TypeError, ValueError, LabelError) as exc:
                 self.exclude(node_id, f"malformed query reply ({exc})")
-        answers.sort(key=lambda a: a.name)
+        answers.sort(key=lambda a: a[1].name)
         if self.fingerprint is None and answers:
-            self.fingerprint = Counter(a.fingerprint for a in answers).most_common(1)[0][0]
+            self.fingerprint = Counter(a.fingerprint for _, a in answers).most_common(1)[0][0]
             log(INFO, "federation embedder fingerprint: %s", self.fingerprint)
-        for answer in answers:
-            self._admit(answer)
+        for node_id, answer in answers:
+            self._admit(node_id, answer)
 
-    def _admit(self, a: _Answer) -> None:
+    def _admit(self, node_id: int, a: Description) -> None:
         if a.fingerprint != self.fingerprint:
             self.exclude(
-                a.node_id,
+                node_id,
                 f"node {a.name!r} embeds with {a.fingerprint}, the federation with "
                 f"{self.fingerprint}; every node must use the same embedder",
             )
         elif self.dim is not None and a.dim != self.dim:
-            self.exclude(a.node_id, f"node {a.name!r} has input dim {a.dim}, not {self.dim}")
+            self.exclude(node_id, f"node {a.name!r} has input dim {a.dim}, not {self.dim}")
         elif a.name in {m.name for m in self.members.values()}:
-            self.exclude(a.node_id, f"node name {a.name!r} is already taken")
+            self.exclude(node_id, f"node name {a.name!r} is already taken")
         elif not a.labels:
-            self.exclude(a.node_id, f"node {a.name!r} has no labels")
+            self.exclude(node_id, f"node {a.name!r} has no labels")
         else:
             self.dim = a.dim
-            self.members[a.node_id] = Member(a.node_id, a.name, a.labels, len(self.members))
+            self.members[node_id] = Member(
+                node_id, a.name, a.labels, len(self.members), dict(a.settings)
+            )
             log(INFO, "registered node %r: %d rows, labels %s", a.name, a.rows, list(a.labels))
 
     def exclude(self, node_id: int, reason: str) -> None:

@@ -1,10 +1,10 @@
 """The ``ServerApp``: registers the nodes, runs the rounds through :class:`SurgicalAggregation`
-and writes the global model.
+and writes the global model, for report and image nodes alike.
 
 Run config (``app/pyproject.toml``, overridable with ``flwr run --run-config``; ``reportfed
-federation run`` sets it from its flags): every field of
-:class:`~reportfed.config.FederationConfig` (the hyperparameters, sent to the nodes with every
-message) and of :class:`~reportfed.flower.settings.RunSettings`, dashed.
+federation run`` sets it from its flags): every field of :class:`~reportfed.config.RunSettings`,
+whose ``modality`` (:func:`reportfed.node.modality`) names the hyperparameter class (for reports
+:class:`~reportfed.config.FederationConfig`; sent to the nodes with every message), dashed.
 
 After every round the global model is written atomically to ``out/global.safetensors`` (a
 model file, :mod:`reportfed.model_file`: ``reportfed label --model`` reads it) and the round
@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from logging import INFO, WARNING
 from pathlib import Path
+from typing import Any
 
 from flwr.app import ArrayRecord, Context
 from flwr.serverapp import Grid, ServerApp
@@ -26,16 +27,15 @@ from flwr.supercore import log
 from reportfed import __version__, schema
 from reportfed.aggregation import Arrays, GlobalState
 from reportfed.calibration import IDENTITY
-from reportfed.config import FederationConfig
+from reportfed.config import FLOWER_DEFAULTS, RunSettings
 from reportfed.errors import ConfigError
-from reportfed.engine import initial_state
-from reportfed.flower.history import RunHistory
 from reportfed.flower.exchange import run_on_grid
-from reportfed.flower.settings import FLOWER_DEFAULTS, RunSettings
+from reportfed.flower.history import RunHistory
 from reportfed.flower.strategy import SurgicalAggregation
-from reportfed.flower.wire import config_record, federation_config
+from reportfed.flower.wire import config_record
 from reportfed.labels import LabelSpace
 from reportfed.model_file import ModelFile, read_model, write_model
+from reportfed.node import Modality, modality
 
 MODEL_FILE = "global.safetensors"
 HISTORY_FILE = "history.json"
@@ -46,17 +46,19 @@ def _save(
     strategy: SurgicalAggregation,
     state: GlobalState,
     round_: int,
-    config: FederationConfig,
+    kind: Modality,
+    config: Any,
     settings: RunSettings,
 ) -> None:
     registry = strategy.registry
+    granularity, spec = kind.model_input(settings)
     model = ModelFile(
         state=state,
         thresholds=[strategy.thresholds.get(name, 0.5) for name in state.labels],
         calibration=[strategy.calibration.get(name, list(IDENTITY)) for name in state.labels],
-        granularity=settings.granularity,
+        granularity=granularity,
         embedder={
-            "spec": settings.embedder,
+            "spec": spec,
             "base_url": None,
             "fingerprint": str(registry.fingerprint),
             "dim": int(registry.dim or 0),
@@ -67,8 +69,10 @@ def _save(
             "config": asdict(config),
             "federation": {
                 "engine": "flower",
+                "modality": kind.name,
                 "round": round_,
                 "nodes": {m.name: list(m.labels) for m in registry.members.values()},
+                "node_settings": {m.name: m.settings for m in registry.members.values()},
                 "excluded": {str(k): v for k, v in registry.excluded.items()},
             },
         },
@@ -94,19 +98,19 @@ app = ServerApp()
 def main(grid: Grid, context: Context) -> None:
     """Register the nodes, run the remaining rounds, save the global model after each."""
     rc = dict(context.run_config)
-    config = federation_config(rc)
+    settings = schema.decode(RunSettings, rc)
+    kind = modality(settings.modality)
+    config = schema.decode(kind.config_class, rc)
     for name, value in FLOWER_DEFAULTS.items():
         if getattr(config, name) != value:
             raise ConfigError(
                 f"a Flower run has {schema.dashed(name)} = {value!r} (got {getattr(config, name)!r})"
             )
-    settings = schema.decode(RunSettings, rc)
     out = Path(settings.out).expanduser().resolve()
     out.mkdir(parents=True, exist_ok=True)
 
     def init_fn(dim: int, labels: LabelSpace) -> tuple[Arrays, Arrays]:
-        state = initial_state(dim, labels, config)
-        return state.shared, state.task
+        return kind.initial_arrays(config, dim, labels)
 
     resumed = _resume(out) if settings.resume else None
     strategy = SurgicalAggregation(
@@ -133,7 +137,7 @@ def main(grid: Grid, context: Context) -> None:
     initial = strategy.register(grid, config.rounds, resume=resumed[0] if resumed else None)
 
     def checkpoint(round_: int, arrays: ArrayRecord) -> None:
-        _save(out, strategy, strategy.global_state(arrays), round_, config, settings)
+        _save(out, strategy, strategy.global_state(arrays), round_, kind, config, settings)
 
     runner: Strategy = strategy
     if settings.dp_noise > 0:

@@ -16,6 +16,7 @@ from reportfed.aggregation import Arrays, GlobalState, flatten, unflatten
 from reportfed.config import FederationConfig
 from reportfed.labels import LabelSpace
 from reportfed.metrics import auroc, f1_thresholds
+from reportfed.node import Description, Evaluation
 
 ARRAYS = "arrays"  #: RecordDict key of the ArrayRecord
 META = "meta"  #: RecordDict key of the ConfigRecord (labels, node name, fingerprint, settings)
@@ -36,8 +37,9 @@ def from_record(record: ArrayRecord) -> tuple[dict[str, np.ndarray], dict[str, n
     return unflatten({key: record[key].numpy() for key in record})
 
 
-def config_record(config: FederationConfig) -> ConfigRecord:
-    """The hyperparameters the server sends with every message (every field of the schema)."""
+def config_record(config: Any) -> ConfigRecord:
+    """The hyperparameters the server sends with every message (every field of the schema of
+    ``config``, a :class:`FederationConfig` or another modality's config)."""
     return ConfigRecord(dict(schema.encode(config)))
 
 
@@ -60,15 +62,50 @@ def unpack(msg: Message) -> tuple[GlobalState, ConfigRecord]:
     return GlobalState(labels, shared, task), meta
 
 
-def evaluation_records(
-    labels: list[str],
-    y: np.ndarray,
-    p: np.ndarray,
-    calibration: tuple[np.ndarray, np.ndarray] | None = None,
-) -> dict[str, Any]:
-    """A node's evaluation: per-label annotated rows, AUROC and F1 threshold of ``p`` on its
-    held-out labels ``y`` (columns in ``labels`` order) and, where given, its calibration
-    (coefficients and which labels were fitted, :func:`reportfed.calibration.fit_calibration`)."""
+#: the handshake: a :class:`~reportfed.node.Description` field per ConfigRecord key; ``rows`` travels
+#: as the MetricRecord's ``num-examples`` and the node's table settings under their schema keys
+_DESCRIBED = ("name", "labels", "fingerprint", "dim")
+
+
+def description_records(description: Description) -> dict[str, Any]:
+    """A node's answer to the ``query`` message (the inverse of :func:`read_description`)."""
+    d = description
+    meta = ConfigRecord(
+        {
+            "name": d.name,
+            "labels": list(d.labels),
+            "fingerprint": d.fingerprint,
+            "dim": d.dim,
+            **d.settings,
+        }
+    )
+    return {META: meta, METRICS: MetricRecord({"num-examples": d.rows})}
+
+
+def read_description(content: RecordDict) -> Description:
+    """The :class:`~reportfed.node.Description` a ``query`` reply carries (``KeyError``,
+    ``TypeError``, ``ValueError`` or ``LabelError`` when it is malformed)."""
+    meta = content.config_records[META]
+    return Description(
+        str(meta["name"]),
+        LabelSpace.of(list(meta["labels"]), allow_unknown=True),  # type: ignore[arg-type]
+        str(meta["fingerprint"]),
+        int(meta["dim"]),  # type: ignore[arg-type]
+        int(content.metric_records[METRICS]["num-examples"]),  # type: ignore[arg-type]
+        {k: v for k, v in meta.items() if k not in _DESCRIBED},  # type: ignore[misc]
+    )
+
+
+def evaluation_records(evaluation: Evaluation) -> dict[str, Any]:
+    """A node's evaluation: per-label annotated rows, AUROC and F1 threshold of the global
+    model's probabilities on its held-out labels and, where fitted, its calibration (coefficients
+    and which labels were fitted, :func:`reportfed.calibration.fit_calibration`)."""
+    labels, y, p, calibration = (
+        evaluation.labels,
+        evaluation.y,
+        evaluation.p,
+        evaluation.calibration,
+    )
     n = (~np.isnan(y)).sum(axis=0) if len(y) else np.zeros(len(labels), dtype=int)
     aucs = auroc(y, p) if len(y) else np.full(len(labels), np.nan)
     thresholds = f1_thresholds(y, p) if len(y) else np.full(len(labels), 0.5)

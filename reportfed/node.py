@@ -1,0 +1,114 @@
+"""What a node does in a round, as one interface that every engine drives (MONAI FL's
+``ClientAlgo`` is the model): describe itself, train from the global state, evaluate the global
+state on its held-out rows. Report tables implement it in :mod:`reportfed.report_node`, image
+tables in :mod:`vision.node`; the in-process loop (:func:`reportfed.rounds.run_rounds`) and the
+Flower ClientApp (:mod:`reportfed.flower.client_app`) both drive it.
+
+A *modality* (:class:`Modality`) is what the server side needs to know about a kind of node: its
+hyperparameter class (decoded from the run config through :mod:`reportfed.schema`), the initial
+global model, and how a node's algorithm is built from its :class:`~reportfed.config.NodeSettings`.
+Modalities are found by name through the ``reportfed.modalities`` entry points (``reports`` and,
+with ``vision/``, ``images``), so the Flower apps serve both without importing ``vision``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from typing import Any, Protocol
+
+import numpy as np
+
+from reportfed.aggregation import Arrays, GlobalState, NodeUpdate
+from reportfed.config import NodeSettings, RunSettings
+from reportfed.errors import ConfigError
+from reportfed.labels import LabelSpace
+from reportfed.schema import Scalar
+
+
+@dataclass(frozen=True)
+class Description:
+    """A node's answer to the server's handshake: its name, labels, model fingerprint (embedder,
+    or image architecture and input), input dimension, training rows, and how it read its table
+    (the schema-encoded :class:`~reportfed.config.SiteSettings`, kept in the model's provenance)."""
+
+    name: str
+    labels: LabelSpace
+    fingerprint: str
+    dim: int
+    rows: int
+    settings: Mapping[str, Scalar] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """A node's evaluation of global rows: the labels it holds among them, its held-out labels
+    ``y`` and the global model's probabilities ``p`` (columns in ``labels`` order), and, where
+    the node fits one, its calibration (:func:`reportfed.calibration.fit_calibration`)."""
+
+    labels: list[str]
+    y: np.ndarray
+    p: np.ndarray
+    calibration: tuple[np.ndarray, np.ndarray] | None = None
+
+
+class NodeAlgorithm(Protocol):
+    """One node's side of a federation."""
+
+    def describe(self) -> Description:
+        """Who the node is (the handshake)."""
+        ...
+
+    def train(
+        self, state: GlobalState, round_: int, index: int
+    ) -> tuple[NodeUpdate, dict[str, float]]:
+        """Train from the global ``state`` in (0-based) round ``round_`` as the ``index``-th
+        member (both seed the round); the update (only the node's own label rows) and metrics
+        (``loss`` at least). Labels of the node that ``state`` lacks start from fresh rows."""
+        ...
+
+    def evaluate(self, state: GlobalState) -> Evaluation:
+        """The global rows ``state`` on the node's held-out rows."""
+        ...
+
+    def local_arrays(self) -> Arrays:
+        """Weights that never leave the node (FedBN's normalisation layers; none for reports),
+        kept between rounds by engines that rebuild the algorithm every message."""
+        ...
+
+    def restore(self, local: Arrays) -> None:
+        """Take back what :meth:`local_arrays` returned."""
+        ...
+
+
+class Modality(Protocol):
+    """What the server and the Flower apps need to know about one kind of node."""
+
+    name: str
+    #: the hyperparameter dataclass (a :class:`~reportfed.server.ServerOptions` subclass)
+    config_class: type
+
+    def initial_arrays(self, config: Any, dim: int, labels: LabelSpace) -> tuple[Arrays, Arrays]:
+        """The (shared, task) arrays of the first global model for nodes of input ``dim``."""
+        ...
+
+    def model_input(self, run: RunSettings) -> tuple[str, str]:
+        """What a model file records about the input: (granularity, embedder spec)."""
+        ...
+
+    def node(self, settings: NodeSettings, config: Any, run: Mapping[str, Any]) -> NodeAlgorithm:
+        """The algorithm of a node with ``settings`` under hyperparameters ``config`` and the
+        run config ``run`` (its run-wide defaults, such as the embedder)."""
+        ...
+
+
+def modality(name: str) -> Modality:
+    """The modality registered under ``name`` (entry point group ``reportfed.modalities``)."""
+    found = {e.name: e for e in entry_points(group="reportfed.modalities")}
+    if name not in found:
+        raise ConfigError(
+            f"unknown modality {name!r}: installed are {sorted(found)} (images need vision/)"
+        )
+    loaded: Modality = found[name].load()
+    return loaded

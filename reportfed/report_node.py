@@ -1,0 +1,236 @@
+"""The node algorithm of report tables (:class:`~reportfed.node.NodeAlgorithm`): a site's
+embedded reports and labels, trained as :class:`~reportfed.model.ReportMLP` rows from the global
+state. The in-process engine (:func:`reportfed.engine.run_federation`) and the Flower ClientApp
+drive the same :class:`ReportAlgorithm`; :data:`REPORTS` is the modality the Flower apps load.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from reportfed import schema
+from reportfed.aggregation import Arrays, GlobalState, NodeUpdate, node_arrays
+from reportfed.assertion import Mention
+from reportfed.calibration import calibration_features, fit_calibration
+from reportfed.config import FederationConfig, NodeSettings, RunSettings, SiteSettings
+from reportfed.errors import ReportfedError
+from reportfed.labels import LabelSpace, check_label_matrix, warn_if_all_positive
+from reportfed.model import (
+    ReportMLP,
+    global_model,
+    load_arrays,
+    node_model,
+    predict_proba,
+    to_arrays,
+)
+from reportfed.node import Description, Evaluation
+from reportfed.rounds import round_seed
+from reportfed.train import positive_weights, train_local
+
+
+@dataclass
+class Node:
+    """One site's training data: embeddings ``x`` ``(n, d)`` and labels ``y`` ``(n, len(labels))``
+    (NaN = not annotated)."""
+
+    name: str
+    x: np.ndarray
+    y: np.ndarray
+    labels: LabelSpace
+
+    def __post_init__(self) -> None:
+        check_label_matrix(self.y, len(self.x), self.labels, f"node {self.name!r}")
+
+
+def initial_state(input_dim: int, labels: LabelSpace, config: FederationConfig) -> GlobalState:
+    """The global model every node starts from (weights drawn from ``config.seed``)."""
+    shared, task = to_arrays(node_model(input_dim, len(labels), config, seed=config.seed))
+    return GlobalState(labels=labels, shared=shared, task=task)
+
+
+def with_own_labels(
+    state: GlobalState, labels: LabelSpace, dim: int, config: FederationConfig
+) -> GlobalState:
+    """``state`` plus freshly initialised rows for the labels in ``labels`` that it lacks (a label
+    a node brings into the federation)."""
+    new = [name for name in labels if name not in state.labels]
+    if not new:
+        return state
+    fresh = initial_state(dim, LabelSpace(tuple(new)), config)
+    task = {k: np.concatenate([v, fresh.task[k]]) for k, v in state.task.items()}
+    return GlobalState(LabelSpace(state.labels.names + tuple(new)), state.shared, task)
+
+
+@dataclass
+class ReportAlgorithm:
+    """A report site's algorithm: training rows ``node``, the hyperparameters, the embedder's
+    fingerprint, and the held-out rows (embeddings, labels, each report's mentions, for
+    evaluation and calibration). Its model is kept between rounds in one process."""
+
+    node: Node
+    config: FederationConfig = field(default_factory=FederationConfig)
+    fingerprint: str = "precomputed"
+    val_x: np.ndarray | None = None
+    val_y: np.ndarray | None = None
+    val_mentions: list[dict[str, Mention | None]] = field(default_factory=list)
+    settings: SiteSettings = field(default_factory=SiteSettings)
+    _model: ReportMLP | None = field(default=None, repr=False)
+
+    @property
+    def dim(self) -> int:
+        """The embedding dimension."""
+        return int(self.node.x.shape[-1])
+
+    def describe(self) -> Description:
+        """Name, labels, embedder fingerprint, dimension, training rows and table settings."""
+        return Description(
+            self.node.name,
+            self.node.labels,
+            self.fingerprint,
+            self.dim,
+            len(self.node.x),
+            schema.encode(self.settings),
+        )
+
+    def train(
+        self, state: GlobalState, round_: int, index: int
+    ) -> tuple[NodeUpdate, dict[str, float]]:
+        """Load the node's view of ``state``, train ``local_epochs``, return its own rows.
+
+        The view is the shared block and the node's rows, or every row with ``config.distill``
+        (the global model's predictions then become soft targets for the labels the node lacks).
+        """
+        config, node = self.config, self.node
+        state = with_own_labels(state, node.labels, self.dim, config)
+        head = state.labels if config.distill > 0 else node.labels
+        if self._model is None or self._model.task.out_features != len(head):
+            self._model = node_model(self.dim, len(head), config)
+        model = self._model
+        load_arrays(model, *node_arrays(state, head))
+        x = torch.from_numpy(node.x)
+        own = head.indices(node.labels)
+        y, soft = node.y, None
+        if config.distill > 0:
+            y = np.full((len(node.x), len(head)), np.nan, dtype=np.float32)
+            y[:, own] = node.y
+            soft = predict_proba(model, x)
+            soft[:, own] = np.nan
+        loss = train_local(
+            model,
+            x,
+            torch.from_numpy(y),
+            epochs=config.local_epochs,
+            lr=config.node_lr.get(node.name, config.lr),
+            batch_size=config.batch_size,
+            seed=round_seed(config.seed, round_, index),
+            soft=None if soft is None else torch.from_numpy(soft),
+            distill=config.distill,
+            weight_decay=config.weight_decay,
+            pos_weight=torch.from_numpy(positive_weights(y)) if config.balance else None,
+            prox=config.prox,
+        )
+        shared, task = to_arrays(model)
+        task = {k: v[own] for k, v in task.items()}
+        update = NodeUpdate(node.name, node.labels, shared, task, num_examples=len(node.x))
+        return update, {"loss": loss}
+
+    def evaluate(self, state: GlobalState) -> Evaluation:
+        """AUROC inputs and calibration of the global rows on the held-out rows."""
+        if self.val_x is None or self.val_y is None:
+            raise ReportfedError(f"node {self.node.name!r} holds no rows out for evaluation")
+        labels = [name for name in state.labels if name in self.node.labels]
+        model = global_model(state, self.dim, self.config)
+        y = self.val_y[:, self.node.labels.indices(labels)]
+        p = predict_proba(model, torch.from_numpy(self.val_x))[:, state.labels.indices(labels)]
+        features = calibration_features(p, self.val_mentions, labels)
+        return Evaluation(labels, y, p, fit_calibration(features, y))
+
+    def local_arrays(self) -> Arrays:
+        """Nothing stays on a report node but its data."""
+        return {}
+
+    def restore(self, local: Arrays) -> None:
+        """Nothing to restore."""
+
+
+def load_report_node(
+    settings: NodeSettings, config: FederationConfig, run: RunSettings = RunSettings()
+) -> ReportAlgorithm:
+    """Read, embed (through the node's cache) and split a node's reports table.
+
+    The node's labels are the label columns with at least one annotated row; empty settings take
+    the run's (embedder) or reportfed's defaults (name: the table's stem; the cache directory).
+    """
+    from reportfed.data.partition import split_rows
+    from reportfed.data.table import read_reports
+    from reportfed.embed import make_embedder
+    from reportfed.embed.granularity import embed_reports
+    from reportfed.paths import embeddings_cache_dir
+    from reportfed.states import report_mentions
+
+    if not settings.data:
+        raise ReportfedError("node config has no 'data' (the path of this node's reports table)")
+    data = settings.data
+    name = settings.name or Path(data).stem
+    table = read_reports(
+        data, uncertain=settings.uncertain, blank=settings.blank, require_labels=True
+    )
+    annotated = ~np.isnan(table.labels).all(axis=0)
+    if not annotated.any():
+        raise ReportfedError(f"{data}: no label column has an annotated row")
+    table = table.select_labels(LabelSpace(tuple(np.array(table.label_space.names)[annotated])))
+    warn_if_all_positive(name, table.labels, table.label_space)
+    embedder = make_embedder(settings.embedder or run.embedder, base_url=settings.base_url or None)
+    x = embed_reports(
+        table.texts,
+        embedder,
+        granularity=run.granularity,
+        cache_dir=settings.cache_dir or embeddings_cache_dir(),
+        progress=False,
+    )
+    fit, val = split_rows(len(table), settings.val_fraction, np.random.default_rng(config.seed))
+    if not len(fit):
+        raise ReportfedError(
+            f"{data}: no training rows left after holding out {settings.val_fraction:.0%}"
+        )
+    if settings.lr:
+        config = replace(config, lr=settings.lr)
+    return ReportAlgorithm(
+        Node(name, x[fit], table.labels[fit], table.label_space),
+        config,
+        embedder.fingerprint,
+        x[val],
+        table.labels[val],
+        report_mentions([table.texts[i] for i in val], list(table.label_space)),
+        SiteSettings(settings.blank, settings.uncertain, settings.val_fraction),
+    )
+
+
+class _Reports:
+    """The modality of report tables."""
+
+    name = "reports"
+    config_class = FederationConfig
+
+    def initial_arrays(
+        self, config: FederationConfig, dim: int, labels: LabelSpace
+    ) -> tuple[Arrays, Arrays]:
+        state = initial_state(dim, labels, config)
+        return state.shared, state.task
+
+    def model_input(self, run: RunSettings) -> tuple[str, str]:
+        return run.granularity, run.embedder
+
+    def node(
+        self, settings: NodeSettings, config: FederationConfig, run: Mapping[str, Any]
+    ) -> ReportAlgorithm:
+        return load_report_node(settings, config, schema.decode(RunSettings, run))
+
+
+REPORTS = _Reports()
