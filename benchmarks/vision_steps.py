@@ -16,8 +16,8 @@ import torch
 
 from reportfed.io import atomic_write
 from reportfed.train import masked_bce
-from vision.train import ImageFederationConfig, device_of
 from vision.models import build_model
+from vision.train import ImageFederationConfig, device_of
 
 
 def step_time(arch: str, size: int, batch: int, steps: int, device: torch.device) -> float:

@@ -22,10 +22,10 @@ import numpy as np
 from experiments.lockstep import Compute, Mode, run_federations
 from reportfed.aggregation import GlobalState
 from reportfed.config import FederationConfig
-from reportfed.report_node import Node
 from reportfed.labels import LabelSpace
 from reportfed.metrics import f1_thresholds, label_metrics
 from reportfed.model import predict_state
+from reportfed.report_node import Node
 from reportfed.sentences import Granularity
 
 

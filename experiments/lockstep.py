@@ -49,9 +49,9 @@ from torch.nn import functional
 
 from reportfed.aggregation import GlobalState, NodeUpdate
 from reportfed.config import FederationConfig
-from reportfed.report_node import Node, initial_state
 from reportfed.labels import LabelSpace
 from reportfed.model import SKIP, sentence_mask
+from reportfed.report_node import Node, initial_state
 from reportfed.rounds import round_seed
 from reportfed.server import ServerOptions, SurgicalServer
 from reportfed.threads import torch_threads
