@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 import numpy as np
+from sklearn.base import clone
 
 from experiments.baselines import Scenario, SiteRows
 from reportfed.config import FederationConfig
@@ -108,10 +109,10 @@ def simulate(
     config = replace(protocol.federation, seed=seed)
     if protocol.n_nodes == 1:
         config = replace(config, rounds=1, local_epochs=config.rounds * config.local_epochs)
-    labeler = (
+    labeler = clone(
         labeler
         or ReportLabeler(granularity="sentence" if x.ndim == 3 else "report", progress=progress)
-    ).with_config(config, protocol.val_fraction)
+    ).set_params(config=config, val_fraction=protocol.val_fraction)
     labeler.fit_embeddings(
         x[train],
         node_view_labels(y[train], labels, site, spaces),

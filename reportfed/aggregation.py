@@ -28,7 +28,7 @@ from typing import Literal
 
 import numpy as np
 
-from reportfed.errors import InvalidUpdateError, LabelError, NoValidUpdateError
+from reportfed.errors import ConfigError, InvalidUpdateError, LabelError, NoValidUpdateError
 from reportfed.labels import LabelSpace
 
 Arrays = Mapping[str, np.ndarray]
@@ -137,21 +137,21 @@ def aggregate(
         and continue with the others (reasons in ``AggregationResult.rejected``).
     """
     if weighting not in ("uniform", "samples"):
-        raise ValueError(f"weighting must be 'uniform' or 'samples', got {weighting!r}")
+        raise ConfigError(f"weighting must be 'uniform' or 'samples', got {weighting!r}")
     if on_invalid not in ("raise", "drop"):
-        raise ValueError(f"on_invalid must be 'raise' or 'drop', got {on_invalid!r}")
+        raise ConfigError(f"on_invalid must be 'raise' or 'drop', got {on_invalid!r}")
     ids = [u.node_id for u in updates]
     if len(set(ids)) != len(ids):
-        raise ValueError(f"duplicate node ids in {ids}")
+        raise ConfigError(f"duplicate node ids in {ids}")
     if previous is not None:
         reference = _signature(previous.shared, previous.task)
     else:
         signatures = Counter(_signature(u.shared, u.task) for u in updates)
         if not signatures:
-            raise ValueError("no updates to aggregate")
+            raise ConfigError("no updates to aggregate")
         ranked = signatures.most_common()
         if len(ranked) > 1 and ranked[0][1] == ranked[1][1]:
-            raise ValueError(
+            raise ConfigError(
                 f"no majority among the updates' array shapes ({ranked[0][1]} updates each for "
                 f"{len(ranked)} shapes): give the previous global state as the reference"
             )
@@ -256,6 +256,6 @@ def unflatten(
     for key, value in flat.items():
         block, _, name = key.partition(".")
         if block not in ("shared", "task") or not name:
-            raise ValueError(f"array {key!r} is neither shared.<key> nor task.<key>")
+            raise ConfigError(f"array {key!r} is neither shared.<key> nor task.<key>")
         (shared if block == "shared" else task)[name] = value
     return shared, task

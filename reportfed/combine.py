@@ -20,6 +20,7 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
+from reportfed.errors import ConfigError
 from reportfed.labels import LabelSpace
 from reportfed.metrics import auroc
 
@@ -69,7 +70,7 @@ class CombinedLabeler:
         if inputs is None:
             return out
         if len(inputs) != n:
-            raise ValueError(f"{len(inputs)} inputs for {n} studies")
+            raise ConfigError(f"{len(inputs)} inputs for {n} studies")
         rows = np.array([i for i, v in enumerate(inputs) if v is not None], dtype=np.intp)
         if len(rows):
             proba = model.predict_proba([inputs[i] for i in rows])

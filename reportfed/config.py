@@ -104,16 +104,22 @@ class SiteSettings:
 
 @dataclass(frozen=True)
 class NodeSettings(SiteSettings):
-    """A Flower node's own settings: the flags of ``reportfed federation node`` and the keys of
-    its node config (``flower-supernode --node-config``). Empty values take the run's."""
+    """A Flower node's own settings: the flags of ``reportfed federation node``, the keys of its
+    node config (``flower-supernode --node-config``) and, but for the private ones (paths on the
+    node's disk), of its handshake with the server, which keeps them in the model's provenance.
+    Empty values take the run's."""
 
-    data: str = setting("", "this node's table: reports (or images) with label columns")
+    data: str = setting(
+        "", "this node's table: reports (or images) with label columns", private=True
+    )
     name: str = setting("", "node name in logs and the model file (default: the table's stem)")
     embedder: str = setting("", "embedder spec (default: the run's)")
-    base_url: str = setting("", "base URL of an OpenAI-compatible embedding API")
-    cache_dir: str = setting("", "embedding cache directory (default: reportfed's)")
+    base_url: str = setting("", "base URL of an OpenAI-compatible embedding API", private=True)
+    cache_dir: str = setting("", "embedding cache directory (default: reportfed's)", private=True)
     lr: float = setting(0.0, "node-specific learning rate (0: the run's)")
-    image_root: str = setting("", "image nodes: directory relative image paths start from")
+    image_root: str = setting(
+        "", "image nodes: directory relative image paths start from", private=True
+    )
     layout: str = setting("table", "image nodes: table, nih or mimic")
 
 

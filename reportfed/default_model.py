@@ -31,7 +31,7 @@ def default_model_path() -> Path:
 
 
 def load_default_model(
-    *, cache_dir: str | Path | None = "default", say: Callable[[str], None] = print
+    *, cache_dir: str | Path | None = None, say: Callable[[str], None] = print
 ) -> ReportLabeler:
     """Load the cached default model, building it first if it is missing or unreadable."""
     path = default_model_path()

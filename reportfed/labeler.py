@@ -1,4 +1,6 @@
-"""``ReportLabeler``: a report labeler trained by federation, with the scikit-learn contract.
+"""``ReportLabeler``: a report labeler trained by federation, with scikit-learn's estimator
+contract (``BaseEstimator``: ``get_params``/``set_params``, so ``sklearn.base.clone``, ``Pipeline``
+and ``GridSearchCV`` work; parameters are stored as given and validated at fit).
 
 A model file (safetensors) holds everything needed to use it: label names in order, the embedder
 spec and fingerprint, architecture, weights, per-label thresholds and training provenance. Loading
@@ -16,6 +18,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from sklearn.base import BaseEstimator
 
 from reportfed import __version__
 from reportfed.aggregation import GlobalState, node_arrays
@@ -29,7 +32,7 @@ from reportfed.calibration import (
 from reportfed.config import FederationConfig
 from reportfed.data.partition import holdout
 from reportfed.data.table import ReportTable
-from reportfed.embed import DEFAULT_EMBEDDER, Embedder, make_embedder
+from reportfed.embed import DEFAULT_EMBEDDER, Embedder, shared_embedder
 from reportfed.embed.granularity import embed_reports
 from reportfed.engine import run_federation
 from reportfed.errors import ConfigError, ModelFileError, ReportfedError, ReportfedWarning
@@ -70,7 +73,7 @@ class Annotation:
     evidence: pd.DataFrame | None
 
 
-class ReportLabeler:
+class ReportLabeler(BaseEstimator):
     """Federated report labeler.
 
     Parameters
@@ -84,12 +87,16 @@ class ReportLabeler:
     base_url:
         Base URL for an ``openai:`` embedder.
     config:
-        Federation hyperparameters (rounds, local epochs, MLP sizes, learning rate, seed...).
+        Federation hyperparameters (rounds, local epochs, MLP sizes, learning rate, seed...);
+        ``None``: :class:`~reportfed.config.FederationConfig`'s defaults.
     val_fraction:
-        Share of each node's rows held out to choose per-label labelling thresholds (best F1).
+        Share of each node's rows held out to choose per-label labelling thresholds (best F1),
+        in [0, 1).
     cache_dir:
-        Embedding cache directory (default ``$REPORTFED_EMBEDDINGS_CACHE`` or ``./embeddings_cache``);
-        ``None`` disables caching.
+        Embedding cache directory; ``None``: ``$REPORTFED_EMBEDDINGS_CACHE`` or
+        ``./embeddings_cache``.
+    cache:
+        Cache embeddings on disk (``False``: embed every time).
     progress:
         Show progress bars.
 
@@ -106,40 +113,37 @@ class ReportLabeler:
         base_url: str | None = None,
         config: FederationConfig | None = None,
         val_fraction: float = 0.1,
-        cache_dir: str | Path | None = "default",
+        cache_dir: str | Path | None = None,
+        cache: bool = True,
         progress: bool = True,
     ) -> None:
-        if not 0 <= val_fraction < 1:
-            raise ConfigError(f"val_fraction must be in [0, 1), got {val_fraction!r}")
         self.embedder = embedder
         self.granularity = granularity
         self.base_url = base_url
-        self.config = config or FederationConfig()
+        self.config = config
         self.val_fraction = val_fraction
         self.cache_dir = cache_dir
+        self.cache = cache
         self.progress = progress
-        self._embedder_obj: Embedder | None = None
 
-    def with_config(self, config: FederationConfig, val_fraction: float) -> ReportLabeler:
-        """An unfitted labeler with this one's embedder (the loaded model is shared), granularity,
-        cache and progress, training with ``config`` and ``val_fraction``."""
-        other = ReportLabeler(
-            self.embedder,
-            granularity=self.granularity,
-            base_url=self.base_url,
-            config=config,
-            val_fraction=val_fraction,
-            cache_dir=self.cache_dir,
-            progress=self.progress,
-        )
-        other._embedder_obj = self._embedder_obj
-        return other
+    @property
+    def federation(self) -> FederationConfig:
+        """The hyperparameters in force: ``config``, else the defaults."""
+        return self.config if self.config is not None else FederationConfig()
+
+    def _validate(self) -> None:
+        """Refuse parameters no fit can use (scikit-learn validates at fit, not in ``__init__``)."""
+        if not 0 <= self.val_fraction < 1:
+            raise ConfigError(f"val_fraction must be in [0, 1), got {self.val_fraction!r}")
+        check_granularity(self.granularity)
+        if self.config is not None and not isinstance(self.config, FederationConfig):
+            raise ConfigError(
+                f"config must be a FederationConfig, got {type(self.config).__name__}"
+            )
 
     # -- embedding ---------------------------------------------------------------------------
     def _embedder(self) -> Embedder:
-        if self._embedder_obj is None:
-            self._embedder_obj = make_embedder(self.embedder, base_url=self.base_url)
-        return self._embedder_obj
+        return shared_embedder(self.embedder, self.base_url)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embeddings of ``texts`` through the cache: ``(n, dim)`` per report, or ``(n, S, dim)``
@@ -151,11 +155,11 @@ class ReportLabeler:
             raise ReportfedError(
                 f"{len(bad)} empty or non-string report(s), first at position {bad[0]}"
             )
-        cache = embeddings_cache_dir() if self.cache_dir == "default" else self.cache_dir
+        cache = (self.cache_dir or embeddings_cache_dir()) if self.cache else None
         return embed_reports(
             texts,
             self._embedder(),
-            granularity=self.granularity,
+            granularity=check_granularity(self.granularity),
             cache_dir=cache,
             progress=self.progress,
         )
@@ -179,7 +183,7 @@ class ReportLabeler:
         y = np.asarray(y, dtype=np.float32)
         space = LabelSpace.of(labels, allow_unknown=True)
         if y.shape != (len(texts), len(space)):
-            raise ValueError(f"y has shape {y.shape}, expected ({len(texts)}, {len(space)})")
+            raise ConfigError(f"y has shape {y.shape}, expected ({len(texts)}, {len(space)})")
         x = self.embed(texts)
         return self.fit_embeddings(x, y, space, nodes, texts=texts)
 
@@ -214,6 +218,7 @@ class ReportLabeler:
         ``texts``, the reports ``x`` embeds, lets the probabilities be calibrated with the
         mentions (:mod:`reportfed.calibration`); without them they are the model's scores.
         """
+        self._validate()
         _check_embeddings(x, check_granularity(self.granularity))
         if len(x) != len(y):
             raise ReportfedError(f"{len(x)} embeddings but {len(y)} label rows")
@@ -222,7 +227,8 @@ class ReportLabeler:
         if not np.isin(y[~np.isnan(y)], (0.0, 1.0)).all():
             raise ReportfedError("labels must be 1, 0 or NaN (not annotated)")
         site = np.asarray(nodes if nodes is not None else ["central"] * len(x))
-        splits = holdout(site, self.val_fraction, np.random.default_rng(self.config.seed))
+        config = self.federation
+        splits = holdout(site, self.val_fraction, np.random.default_rng(config.seed))
         fed_nodes, val_rows, val_y = [], [], []
         for name, (val, fit) in splits.items():
             rows = np.concatenate([val, fit])
@@ -236,7 +242,6 @@ class ReportLabeler:
             masked[:, cols] = y[np.ix_(val, cols)]
             val_rows.append(val)
             val_y.append(masked)
-        config = self.config
         result = run_federation(fed_nodes, config, progress=self.progress)
         # the caller's label order (the federation merges in union order)
         kept = LabelSpace(tuple(name for name in labels if name in result.state.labels))
@@ -337,7 +342,7 @@ class ReportLabeler:
             embedder=self.embedder,
             fingerprint=self.embedder_fingerprint_,
             input_dim=self.input_dim_,
-            config=self.config,
+            config=self.federation,
             granularity=self.granularity_,
             thresholds=self.thresholds_[rows],
             calibration=self.calibration_[rows],
@@ -354,7 +359,7 @@ class ReportLabeler:
         """The model's presence scores for precomputed embeddings ``x`` (no fingerprint check)."""
         self._check_fitted()
         _check_embeddings(x, self.granularity_)
-        return predict_state(self.state_, x, self.config)
+        return predict_state(self.state_, x, self.federation)
 
     def _check_predictable(self, texts: Sequence[str]) -> None:
         """Refuse to predict before fitting, with another embedder than the model's, or on one
@@ -443,7 +448,7 @@ class ReportLabeler:
             states.append(state)
             if not evidence:
                 continue
-            top = decisive_sentences(self.state_, r.x, self.config) if r.x.ndim == 3 else None
+            top = decisive_sentences(self.state_, r.x, self.federation) if r.x.ndim == 3 else None
             for i, text in enumerate(r.texts):
                 units = report_units(text) if top is not None else [text]
                 for c, name in enumerate(names):
@@ -495,7 +500,7 @@ class ReportLabeler:
                 "fingerprint": self.embedder_fingerprint_,
                 "dim": self.input_dim_,
             },
-            architecture=architecture(self.config),
+            architecture=architecture(self.federation),
             provenance=self.provenance_,
         )
 
@@ -506,7 +511,7 @@ class ReportLabeler:
         *,
         embedder: str | None = None,
         base_url: str | None = None,
-        cache_dir: str | Path | None = "default",
+        cache_dir: str | Path | None = None,
         progress: bool = True,
     ) -> ReportLabeler:
         """Load a model file. ``embedder`` overrides the stored spec (it must have the same fingerprint)."""
@@ -533,7 +538,7 @@ class ReportLabeler:
                 calibration=model.calibration,
                 provenance=model.provenance,
             )
-            global_model(labeler.state_, labeler.input_dim_, labeler.config)  # weights fit
+            global_model(labeler.state_, labeler.input_dim_, labeler.federation)  # weights fit
         except (KeyError, TypeError, ValueError, RuntimeError) as exc:
             raise ModelFileError(f"{path}: inconsistent model metadata ({exc!r})") from None
         if embedder is not None and labeler._embedder().fingerprint != emb["fingerprint"]:

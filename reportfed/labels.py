@@ -14,7 +14,7 @@ from typing import overload
 
 import numpy as np
 
-from reportfed.errors import LabelError, ReportfedWarning
+from reportfed.errors import ConfigError, LabelError, ReportfedWarning
 
 #: The CheXpert labeler's 14 observations, in its output column order.
 CHEXPERT_14: tuple[str, ...] = (
@@ -197,7 +197,7 @@ def check_label_matrix(y: np.ndarray, rows: int, labels: LabelSpace, what: str) 
     """Refuse a label matrix ``y`` that is not ``(rows, len(labels))`` (a ``ValueError`` naming
     ``what`` holds it): the one shape rule of every labelled-rows type (reports, nodes, images)."""
     if y.shape != (rows, len(labels)):
-        raise ValueError(f"{what}: labels shape {y.shape} != ({rows}, {len(labels)})")
+        raise ConfigError(f"{what}: labels shape {y.shape} != ({rows}, {len(labels)})")
 
 
 #: annotated rows from which a label that is never 0 is worth a warning

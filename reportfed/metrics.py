@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from reportfed.errors import ConfigError
+
 # sklearn is imported where it is used: importing it costs ~0.7 s of CPU, which a Flower node
 # would pay in every ClientApp process (one a message), most of which evaluate nothing
 
 
 def _columns(y: np.ndarray, p: np.ndarray):
     if y.shape != p.shape:
-        raise ValueError(f"labels {y.shape} and probabilities {p.shape} differ in shape")
+        raise ConfigError(f"labels {y.shape} and probabilities {p.shape} differ in shape")
     for c in range(y.shape[1]):
         keep = ~np.isnan(y[:, c])
         yield y[keep, c], p[keep, c]

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -53,6 +53,7 @@ class Evaluation:
     calibration: tuple[np.ndarray, np.ndarray] | None = None
 
 
+@runtime_checkable
 class NodeAlgorithm(Protocol):
     """One node's side of a federation."""
 

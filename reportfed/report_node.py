@@ -95,7 +95,7 @@ class ReportAlgorithm:
             self.fingerprint,
             self.dim,
             len(self.node.x),
-            schema.encode(self.settings),
+            schema.encode(self.settings, public=True),
         )
 
     def train(
@@ -208,7 +208,7 @@ def load_report_node(
         x[val],
         table.labels[val],
         report_mentions([table.texts[i] for i in val], list(table.label_space)),
-        SiteSettings(settings.blank, settings.uncertain, settings.val_fraction),
+        settings,
     )
 
 

@@ -15,14 +15,17 @@ import typing
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal, TypeVar
 
+from reportfed.errors import ConfigError
+
 C = TypeVar("C")
 Scalar = int | float | str | bool
 
 
-def setting(default: Any, help: str, *, architecture: bool = False) -> Any:
+def setting(default: Any, help: str, *, architecture: bool = False, private: bool = False) -> Any:
     """A config field with its help text; ``architecture=True`` marks what a model file keeps (the
-    shape of the network, apart from how it was trained)."""
-    meta = {"help": help, "architecture": architecture}
+    shape of the network, apart from how it was trained), ``private=True`` what never leaves a
+    node (a path on its disk: :func:`encode` with ``public=True`` leaves it out)."""
+    meta = {"help": help, "architecture": architecture, "private": private}
     if isinstance(default, dict):
         return dataclasses.field(default_factory=lambda: dict(default), metadata=meta)
     return dataclasses.field(default=default, metadata=meta)
@@ -43,7 +46,7 @@ def _int_tuple(text: str) -> tuple[int, ...]:
 def _bool(value: Any) -> bool:
     if isinstance(value, str):
         if value.lower() not in ("true", "false", "1", "0"):
-            raise ValueError(f"expected true or false, got {value!r}")
+            raise ConfigError(f"expected true or false, got {value!r}")
         return value.lower() in ("true", "1")
     return bool(value)
 
@@ -110,10 +113,13 @@ def from_args(cls: type[C], args: argparse.Namespace, **extra: Any) -> C:
     return cls(**{**given, **extra})
 
 
-def encode(config: Any) -> dict[str, Scalar]:
-    """``config`` as run-config / wire values, keyed by dashed field name."""
+def encode(config: Any, *, public: bool = False) -> dict[str, Scalar]:
+    """``config`` as run-config / wire values, keyed by dashed field name; ``public``: without
+    the private fields."""
     out: dict[str, Scalar] = {}
     for f, hint in fields(type(config)):
+        if public and f.metadata.get("private"):
+            continue
         value = getattr(config, f.name)
         out[dashed(f.name)] = ",".join(map(str, value)) if hint == tuple[int, ...] else value
     return out

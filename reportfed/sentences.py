@@ -21,6 +21,8 @@ from __future__ import annotations
 import re
 from typing import Literal
 
+from reportfed.errors import ConfigError
+
 #: what a model reads of a report: the whole text, or its sentences one by one
 #: (:mod:`reportfed.embed.granularity` embeds either)
 Granularity = Literal["report", "sentence"]
@@ -178,7 +180,7 @@ def _request(sentence: str) -> bool:
 def check_granularity(granularity: str) -> Granularity:
     """``granularity`` if it is one of :data:`GRANULARITIES`, else a ``ValueError``."""
     if granularity not in GRANULARITIES:
-        raise ValueError(f"granularity must be one of {GRANULARITIES}, got {granularity!r}")
+        raise ConfigError(f"granularity must be one of {GRANULARITIES}, got {granularity!r}")
     return granularity
 
 
@@ -188,7 +190,7 @@ def windows(sentence: str, max_words: int = MAX_WORDS, overlap: int = OVERLAP) -
     if len(words) <= max_words:
         return [sentence]
     if not 0 <= overlap < max_words:
-        raise ValueError(f"overlap must be in [0, {max_words}), got {overlap}")
+        raise ConfigError(f"overlap must be in [0, {max_words}), got {overlap}")
     step = max_words - overlap
     starts = range(0, len(words) - overlap, step)
     return [" ".join(words[s : s + max_words]) for s in starts]

@@ -28,6 +28,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from reportfed.assertion import Mention, decisive_mentions, has_lexicon
+from reportfed.errors import ConfigError
 
 NO_FINDING = "No Finding"
 #: findings that do not rule out "No Finding"
@@ -55,7 +56,7 @@ def chexpert_states(
     from the model's probabilities ``proba``; ``mentions`` reuses :func:`report_mentions` of
     ``texts``."""
     if proba.shape != (len(texts), len(labels)):
-        raise ValueError(f"proba has shape {proba.shape}, expected ({len(texts)}, {len(labels)})")
+        raise ConfigError(f"proba has shape {proba.shape}, expected ({len(texts)}, {len(labels)})")
     mentions = report_mentions(texts, labels) if mentions is None else mentions
     present = proba >= np.asarray(thresholds)
     unmentioned_present = proba >= np.maximum(thresholds, UNMENTIONED_FLOOR)

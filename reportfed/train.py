@@ -6,6 +6,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from reportfed.errors import ConfigError
 from reportfed.model import seed_dropout
 from reportfed.threads import torch_threads, training_threads
 
@@ -62,7 +63,7 @@ def train_local(
     torch threads.
     """
     if len(x) == 0:
-        raise ValueError("a node has no training examples")
+        raise ConfigError("a node has no training examples")
     with torch_threads(training_threads()):
         gen = torch.Generator().manual_seed(seed)
         seed_dropout(model, torch.Generator().manual_seed(seed))

@@ -2,8 +2,9 @@ import numpy as np
 import pytest
 
 from reportfed.config import FederationConfig
-from reportfed.errors import ModelFileError, ReportfedError
+from reportfed.errors import ConfigError, ModelFileError, ReportfedError
 from reportfed.labeler import ReportLabeler
+from reportfed.labels import LabelSpace
 
 CONFIG = FederationConfig(rounds=8, hidden=(64, 32), lr=3e-3)
 
@@ -229,3 +230,30 @@ def test_edited_metadata_fails_the_checksum_v1_is_refused_and_v3_loads(fitted, t
     assert list(old.classes_) == list(labeler.classes_)
     texts = ["Small left pleural effusion.", "No acute disease."]
     np.testing.assert_allclose(old.predict_proba(texts), labeler.predict_scores(texts), atol=1e-6)
+
+
+def test_scikit_learn_clones_the_labeler_and_validates_at_fit() -> None:
+    from sklearn.base import clone
+    from sklearn.utils import estimator_checks as checks
+
+    labeler = ReportLabeler(config=FederationConfig(rounds=2), val_fraction=0.2, progress=False)
+    copy = clone(labeler)
+    assert copy is not labeler and copy.get_params() == labeler.get_params()
+    copy.set_params(val_fraction=0.3, granularity="report")
+    assert (copy.val_fraction, copy.granularity) == (0.3, "report")
+    assert (labeler.val_fraction, labeler.granularity) == (0.2, "sentence")
+    for check in (
+        checks.check_parameters_default_constructible,
+        checks.check_no_attributes_set_in_init,
+        checks.check_get_params_invariance,
+        checks.check_set_params,
+        checks.check_estimator_cloneable,
+        checks.check_estimator_repr,
+        checks.check_do_not_raise_errors_in_init_or_set_params,
+    ):
+        check("ReportLabeler", ReportLabeler(progress=False))
+    bad = ReportLabeler(val_fraction=1.5, progress=False)  # stored as given, refused at fit
+    with pytest.raises(ConfigError, match=r"val_fraction must be in \[0, 1\)"):
+        bad.fit_embeddings(
+            np.zeros((4, 2, 8), np.float32), np.zeros((4, 1)), LabelSpace(("Edema",))
+        )

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -55,8 +55,7 @@ class ImageTable:
     def subset(self, rows: np.ndarray | list[int]) -> ImageTable:
         """Rows ``rows`` of this table."""
         idx = np.asarray(rows, dtype=int)
-        paths = [self.paths[i] for i in idx]
-        return ImageTable(paths, self.labels[idx], self.label_space, self.source)
+        return replace(self, paths=[self.paths[i] for i in idx], labels=self.labels[idx])
 
 
 def _read(path: Path) -> pd.DataFrame:
@@ -221,7 +220,7 @@ def table_from_report_labels(
     :class:`~reportfed.labeler.ReportLabeler`) labels each report at its stored thresholds, and
     the labels go to the image of the same study."""
     if len(reports) != len(images):
-        raise ValueError(f"{len(reports)} reports for {len(images)} images")
+        raise ConfigError(f"{len(reports)} reports for {len(images)} images")
     labels = LabelSpace.of(list(report_model.classes_), allow_unknown=True)
     y = np.asarray(report_model.predict(list(reports)), dtype=np.float32)
     return ImageTable([Path(p) for p in images], y, labels, source="labelled from reports")

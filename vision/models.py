@@ -16,6 +16,8 @@ from typing import Any, Literal, cast
 import torch
 from torch import nn
 
+from reportfed.errors import ConfigError, InputFileError
+
 Arch = Literal["densenet121", "vit"]
 
 
@@ -82,7 +84,7 @@ def build_model(
         )
         representation, width = _TokenMean(vit), int(options["hidden_size"])
     else:
-        raise ValueError(f"unknown architecture {arch!r}: use densenet121 or vit")
+        raise ConfigError(f"unknown architecture {arch!r}: use densenet121 or vit")
     model = ImageClassifier(representation, width, n_labels, arch)
     if checkpoint is not None:
         load_representation(model, checkpoint)
@@ -93,14 +95,14 @@ def load_representation(model: ImageClassifier, checkpoint: str | Path) -> None:
     """Load pretrained representation weights from a local state-dict file (no downloads)."""
     path = Path(checkpoint)
     if not path.is_file():
-        raise FileNotFoundError(f"{path}: no such checkpoint")
+        raise InputFileError(f"{path}: no such checkpoint")
     state = torch.load(path, map_location="cpu", weights_only=True)
     prefix = "representation."
     if any(k.startswith(prefix) for k in state):
         state = {k[len(prefix) :]: v for k, v in state.items() if k.startswith(prefix)}
     missing, unexpected = model.representation.load_state_dict(state, strict=False)
     if unexpected or len(missing) == len(model.representation.state_dict()):
-        raise ValueError(
+        raise ConfigError(
             f"{path}: not a {model.arch} representation checkpoint "
             f"({len(missing)} missing, {len(unexpected)} unexpected keys)"
         )

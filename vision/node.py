@@ -79,7 +79,7 @@ class ImageAlgorithm:
             fingerprint(self.config),
             self.config.image_size,
             len(table),
-            schema.encode(self.settings),
+            schema.encode(self.settings, public=True),
         )
 
     def train(
@@ -153,8 +153,7 @@ def load_image_node(settings: NodeSettings, config: ImageFederationConfig) -> Im
     name = settings.name or Path(settings.data).parent.name
     if settings.lr:
         config = replace(config, lr=settings.lr)
-    site = SiteSettings(settings.blank, settings.uncertain, settings.val_fraction)
-    return ImageAlgorithm(ImageNode(name, table.subset(fit)), config, table.subset(val), site)
+    return ImageAlgorithm(ImageNode(name, table.subset(fit)), config, table.subset(val), settings)
 
 
 class _Images:

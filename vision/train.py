@@ -12,6 +12,8 @@ same code path), and which weights stay on a node under each normalisation strat
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -46,6 +48,16 @@ class ImageFederationConfig(ServerOptions):
     vit_options: dict[str, Any] = field(default_factory=dict)
     device: str | None = None
     seed: int = setting(0, "seed of the initial model, the batches and the augmentation")
+
+
+@contextmanager
+def seeded(seed: int, device: torch.device) -> Iterator[None]:
+    """Seed torch's generator (and ``device``'s) inside the block and restore its state after,
+    so seeding an image model leaves the rest of the process untouched (MONAI's layers draw
+    their initial weights and dropout masks from the global generator)."""
+    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+        torch.manual_seed(seed)
+        yield
 
 
 def device_of(config: ImageFederationConfig) -> torch.device:
@@ -88,7 +100,19 @@ def train_images(
         freeze_batchnorm_statistics(model)
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=config.lr)
-    torch.manual_seed(seed)
+    with seeded(seed, device):  # MONAI's dropout draws from torch's generator: scope it
+        return _train_epochs(model, table, config, optimizer, epochs, seed, device)
+
+
+def _train_epochs(
+    model: ImageClassifier,
+    table: ImageTable,
+    config: ImageFederationConfig,
+    optimizer: torch.optim.Optimizer,
+    epochs: int,
+    seed: int,
+    device: torch.device,
+) -> tuple[float, float]:
     losses, seen, start = [], 0, time.perf_counter()
     for epoch in range(epochs):
         for x, y in _loader(table, config, train=True, seed=seed * 31 + epoch):
@@ -122,10 +146,10 @@ def predict_images(
 def new_model(config: ImageFederationConfig, n_labels: int) -> ImageClassifier:
     """The configured classifier for ``n_labels`` labels, seeded: every node and the server start
     from the same representation block."""
-    torch.manual_seed(config.seed)
-    return build_model(
-        config.arch, n_labels, in_channels=config.in_channels, image_size=config.image_size,
-        checkpoint=config.checkpoint, **config.vit_options,
+    with seeded(config.seed, torch.device("cpu")):
+        return build_model(
+            config.arch, n_labels, in_channels=config.in_channels, image_size=config.image_size,
+            checkpoint=config.checkpoint, **config.vit_options,
     )  # fmt: skip
 
 

@@ -95,26 +95,16 @@ def start_supernode(args: argparse.Namespace) -> None:
         check_port_free,
         supernode_command,
     )
-    from reportfed.paths import embeddings_cache_dir
 
     check_port_free(
         "127.0.0.1", args.port, "each node on one machine needs its own --port (default 9094)"
     )
     ca = _tls(args, "root-certificates")
-    settings = schema.from_args(NodeSettings, args)
-    data = Path(settings.data).resolve()
+    config = node_config(args)
     table = read_reports(  # fail here, not inside Flower
-        data, require_labels=True, blank=settings.blank, uncertain=settings.uncertain
+        str(config["data"]), require_labels=True, blank=args.blank, uncertain=args.uncertain
     )
-    say(f"{data}: {len(table)} reports, labels {list(table.label_space)}")
-    config = schema.encode(
-        replace(
-            settings,
-            data=str(data),
-            name=settings.name or data.stem,
-            cache_dir=str(Path(settings.cache_dir or embeddings_cache_dir()).resolve()),
-        )
-    )
+    say(f"{config['data']}: {len(table)} reports, labels {list(table.label_space)}")
     _exec(
         supernode_command(
             superlink=args.superlink,
@@ -125,6 +115,18 @@ def start_supernode(args: argparse.Namespace) -> None:
         ),
         {**_flower_env(), **SUPERNODE_ENV},
     )
+
+
+def node_config(args: argparse.Namespace) -> dict[str, schema.Scalar]:
+    """The node config ``flower-supernode`` gets: every :class:`NodeSettings` flag, paths made
+    absolute and the name defaulting to the table's stem."""
+    from reportfed.paths import embeddings_cache_dir
+
+    settings = schema.from_args(NodeSettings, args)
+    data = Path(settings.data).resolve()
+    cache = Path(settings.cache_dir or embeddings_cache_dir()).resolve()
+    named = replace(settings, data=str(data), name=settings.name or data.stem, cache_dir=str(cache))
+    return schema.encode(named)
 
 
 def _run_config(args: argparse.Namespace) -> dict[str, schema.Scalar]:

@@ -66,7 +66,7 @@ def dirichlet_rows(
     Dirichlet(``alpha``). Small ``alpha`` gives nodes very different label prevalences; large
     ``alpha`` approaches IID. Every node gets at least one row."""
     if alpha <= 0:
-        raise ValueError(f"alpha must be > 0, got {alpha}")
+        raise ConfigError(f"alpha must be > 0, got {alpha}")
     positives = np.nan_to_num(y) > 0
     keys = np.array(
         [rng.choice(np.flatnonzero(r)) if r.any() else y.shape[1] for r in positives], dtype=int

@@ -17,7 +17,7 @@ import gzip
 import io
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from reportfed.config import Blank, Uncertain
-from reportfed.errors import InputFileError, LabelError
+from reportfed.errors import ConfigError, InputFileError, LabelError
 from reportfed.labels import LabelSpace, check_label_matrix, is_known
 
 TEXT_COLUMNS = ("Reports", "Report Impression", "REPORT", "report", "text")
@@ -63,14 +63,13 @@ class ReportTable:
         return len(self.texts)
 
     def subset(self, rows: np.ndarray | list[int]) -> ReportTable:
-        """Rows ``rows`` of this table (same label space)."""
+        """Rows ``rows`` of this table (same label space, id column and source)."""
         idx = np.asarray(rows, dtype=int)
-        return ReportTable(
+        return replace(
+            self,
             texts=[self.texts[i] for i in idx],
             labels=self.labels[idx],
-            label_space=self.label_space,
             ids=[self.ids[i] for i in idx],
-            source=self.source,
         )
 
     def fully_annotated(self) -> ReportTable:
@@ -278,9 +277,9 @@ def read_reports(
     if not path.is_file():
         raise InputFileError(f"{path}: no such file")
     if uncertain not in _UNCERTAIN_VALUE:
-        raise ValueError(f"uncertain must be one of {sorted(_UNCERTAIN_VALUE)}, got {uncertain!r}")
+        raise ConfigError(f"uncertain must be one of {sorted(_UNCERTAIN_VALUE)}, got {uncertain!r}")
     if blank not in _BLANK_VALUE:
-        raise ValueError(f"blank must be one of {sorted(_BLANK_VALUE)}, got {blank!r}")
+        raise ConfigError(f"blank must be one of {sorted(_BLANK_VALUE)}, got {blank!r}")
     frame, first_row = _read_frame(path, text_column)
     column = _find_text_column(list(frame.columns), text_column) if first_row == 2 else 0
     if column is None:

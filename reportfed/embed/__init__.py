@@ -11,6 +11,8 @@ An embedder is named by a spec string (CLI ``--embedder``, model files):
 
 from __future__ import annotations
 
+import functools
+
 from reportfed.embed.base import Embedder
 from reportfed.embed.cache import EmbeddingCache, embed_texts
 from reportfed.embed.local import HFMeanPoolEmbedder, SentenceTransformerEmbedder
@@ -29,6 +31,13 @@ __all__ = [
     "embed_texts",
     "make_embedder",
 ]
+
+
+@functools.lru_cache(maxsize=4)
+def shared_embedder(spec: str = DEFAULT_EMBEDDER, base_url: str | None = None) -> Embedder:
+    """One embedder per (spec, base URL) in a process: labelers cloned from each other (and
+    repeats of an experiment) load the weights once."""
+    return make_embedder(spec, base_url=base_url)
 
 
 def make_embedder(

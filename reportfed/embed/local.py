@@ -10,7 +10,7 @@ import numpy as np
 import torch
 
 from reportfed.embed.weights import canonical_model_name, resolve_model_path, weights_digest
-from reportfed.errors import EmbeddingError
+from reportfed.errors import ConfigError, EmbeddingError
 
 Precision = Literal["fp32", "bf16"]
 _DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
@@ -36,7 +36,7 @@ class _LocalEmbedder:
         self, model: str, *, precision: Precision, batch_size: int, device: str | None
     ) -> None:
         if precision not in _DTYPES:
-            raise ValueError(f"precision must be one of {sorted(_DTYPES)}, got {precision!r}")
+            raise ConfigError(f"precision must be one of {sorted(_DTYPES)}, got {precision!r}")
         self.model_name = canonical_model_name(model)
         self.path = resolve_model_path(model)
         self.precision = precision

@@ -62,7 +62,7 @@ def algorithm(context: Context, message: Any = None) -> NodeAlgorithm:
     run config's), with the weights it keeps between rounds restored."""
     run = dict(context.run_config)
     kind = modality(schema.decode(RunSettings, run).modality)
-    config = schema.decode(kind.config_class, {**run, **dict(message or {})})
+    config: Any = schema.decode(kind.config_class, {**run, **dict(message or {})})
     node = kind.node(node_settings(context), config, run)
     if LOCAL in context.state.array_records:
         own = context.state.array_records[LOCAL]

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from reportfed.errors import ReportfedError
+from reportfed.errors import ConfigError, ReportfedError
 from reportfed.io import atomic_write
 
 APP_DIR = Path(__file__).with_name("app")
@@ -72,7 +72,7 @@ def _tls(insecure: bool, material: T | None) -> T | None:
     if insecure:
         return None
     if material is None:
-        raise ValueError("TLS needs certificates: give them, or ask for an insecure connection")
+        raise ConfigError("TLS needs certificates: give them, or ask for an insecure connection")
     return material
 
 

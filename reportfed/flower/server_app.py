@@ -100,7 +100,7 @@ def main(grid: Grid, context: Context) -> None:
     rc = dict(context.run_config)
     settings = schema.decode(RunSettings, rc)
     kind = modality(settings.modality)
-    config = schema.decode(kind.config_class, rc)
+    config: Any = schema.decode(kind.config_class, rc)
     for name, value in FLOWER_DEFAULTS.items():
         if getattr(config, name) != value:
             raise ConfigError(

@@ -40,6 +40,7 @@ from flwr.supercore import log
 
 from reportfed.aggregation import Arrays, GlobalState, NodeUpdate, node_arrays
 from reportfed.calibration import COEFFICIENTS
+from reportfed.errors import ConfigError
 from reportfed.flower.history import RunHistory
 from reportfed.flower.registry import Registry
 from reportfed.flower.wire import (
@@ -96,7 +97,7 @@ class SurgicalAggregation(Strategy):
         join_timeout: float = 600.0,
     ) -> None:
         if min_nodes < 1:
-            raise ValueError(f"min_nodes must be >= 1, got {min_nodes}")
+            raise ConfigError(f"min_nodes must be >= 1, got {min_nodes}")
         self.init_fn = init_fn
         self.min_nodes = min_nodes
         self.registry = Registry(fingerprint, join_timeout)
@@ -301,7 +302,7 @@ class SurgicalAggregation(Strategy):
                 fitted = np.asarray(m.get("calibrated", []), dtype=bool)
                 coef = coef.reshape(len(fitted), len(COEFFICIENTS))
                 if len(fitted) not in (0, len(labels)):
-                    raise ValueError(f"{len(fitted)} calibrations for {len(labels)} labels")
+                    raise ConfigError(f"{len(fitted)} calibrations for {len(labels)} labels")
             except (KeyError, TypeError, ValueError) as exc:
                 log(ERROR, "malformed evaluation from %r: %s", member.name, exc)
                 continue

@@ -63,8 +63,8 @@ def unpack(msg: Message) -> tuple[GlobalState, ConfigRecord]:
 
 
 #: the handshake: a :class:`~reportfed.node.Description` field per ConfigRecord key; ``rows`` travels
-#: as the MetricRecord's ``num-examples`` and the node's table settings under their schema keys
-_DESCRIBED = ("name", "labels", "fingerprint", "dim")
+#: as the MetricRecord's ``num-examples``, each of the node's public settings as ``setting.<key>``
+SETTING = "setting."
 
 
 def description_records(description: Description) -> dict[str, Any]:
@@ -76,7 +76,7 @@ def description_records(description: Description) -> dict[str, Any]:
             "labels": list(d.labels),
             "fingerprint": d.fingerprint,
             "dim": d.dim,
-            **d.settings,
+            **{SETTING + key: value for key, value in d.settings.items()},
         }
     )
     return {META: meta, METRICS: MetricRecord({"num-examples": d.rows})}
@@ -92,7 +92,7 @@ def read_description(content: RecordDict) -> Description:
         str(meta["fingerprint"]),
         int(meta["dim"]),  # type: ignore[arg-type]
         int(content.metric_records[METRICS]["num-examples"]),  # type: ignore[arg-type]
-        {k: v for k, v in meta.items() if k not in _DESCRIBED},  # type: ignore[misc]
+        {k[len(SETTING) :]: v for k, v in meta.items() if k.startswith(SETTING)},  # type: ignore[misc]
     )
 
 
