@@ -24,6 +24,7 @@ from reportfed.data.partition import (
     split_labels,
     split_rows,
 )
+from reportfed.errors import ConfigError
 from reportfed.labeler import ReportLabeler
 from reportfed.labels import LabelSpace
 from reportfed.metrics import evaluate
@@ -41,6 +42,12 @@ class Protocol:
     test_fraction: float = 0.2
     val_fraction: float = 0.1
     federation: FederationConfig = field(default_factory=FederationConfig)
+
+    def __post_init__(self) -> None:
+        """Refuse a protocol no repeat can run (before any embedding or training)."""
+        for name in ("test_fraction", "val_fraction"):
+            if not 0 <= getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be in [0, 1), got {getattr(self, name)!r}")
 
 
 @dataclass

@@ -180,6 +180,7 @@ class ReportLabeler(BaseEstimator):
         and a Flower federation, which merge several sites' label lists, use the union order
         (CheXpert labels first, then NIH-14, then custom labels).
         """
+        self._validate()  # before the embedding, which may take minutes
         y = np.asarray(y, dtype=np.float32)
         space = LabelSpace.of(labels, allow_unknown=True)
         if y.shape != (len(texts), len(space)):
