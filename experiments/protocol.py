@@ -16,7 +16,7 @@ import numpy as np
 from sklearn.base import clone
 
 from experiments.baselines import Scenario, SiteRows
-from reportfed.config import FederationConfig
+from reportfed.config import FederationConfig, check_fraction
 from reportfed.data.partition import (
     dirichlet_rows,
     holdout,
@@ -24,7 +24,6 @@ from reportfed.data.partition import (
     split_labels,
     split_rows,
 )
-from reportfed.errors import ConfigError
 from reportfed.labeler import ReportLabeler
 from reportfed.labels import LabelSpace
 from reportfed.metrics import evaluate
@@ -46,8 +45,7 @@ class Protocol:
     def __post_init__(self) -> None:
         """Refuse a protocol no repeat can run (before any embedding or training)."""
         for name in ("test_fraction", "val_fraction"):
-            if not 0 <= getattr(self, name) < 1:
-                raise ConfigError(f"{name} must be in [0, 1), got {getattr(self, name)!r}")
+            check_fraction(name, getattr(self, name))
 
 
 @dataclass

@@ -11,7 +11,7 @@ from experiments.protocol import Protocol, simulate
 from reportfed import schema
 from reportfed.cli import run
 from reportfed.cli.options import Parser, check_outputs, say
-from reportfed.cli.train import add_training_options, save_labeler
+from reportfed.cli.train import add_training_options, save_labeler, training_labeler
 from reportfed.config import FederationConfig
 from reportfed.errors import ReportfedError
 from reportfed.labels import CHEXPERT_13, CHEXPERT_14
@@ -20,7 +20,6 @@ from reportfed.labels import CHEXPERT_13, CHEXPERT_14
 def cmd_simulate(args: argparse.Namespace) -> None:
     """Split IU, train the sites, evaluate on the held-out test reports, write model + summary."""
     from reportfed.data.iu import load_iu
-    from reportfed.labeler import ReportLabeler
 
     labels = CHEXPERT_14 if args.with_no_finding else CHEXPERT_13
     if args.nodes < 1:
@@ -32,14 +31,7 @@ def cmd_simulate(args: argparse.Namespace) -> None:
     check_outputs([("--out", Path(args.out)), ("--metrics", Path(args.metrics))])
     config = schema.from_args(FederationConfig, args)
     protocol = Protocol(args.nodes, args.shared, val_fraction=args.val_fraction, federation=config)
-    labeler = ReportLabeler(
-        args.embedder,
-        granularity=args.granularity,
-        base_url=args.base_url,
-        config=config,
-        val_fraction=args.val_fraction,
-        cache_dir=args.cache_dir,
-    )
+    labeler = training_labeler(args, config, args.val_fraction)
     table = load_iu(args.archive).select_labels(list(labels)).fully_annotated()
     x = labeler.embed(table.texts)
     result = simulate(

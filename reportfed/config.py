@@ -21,6 +21,12 @@ Uncertain = Literal["zeros", "ones", "ignore"]
 Blank = Literal["negative", "ignore"]
 
 
+def check_fraction(name: str, value: float) -> None:
+    """Refuse a share of rows held out (validation, test) outside [0, 1) (a ``ConfigError``)."""
+    if not 0 <= value < 1:
+        raise ConfigError(f"{name} must be in [0, 1), got {value!r}")
+
+
 @dataclass(frozen=True)
 class FederationConfig(ServerOptions):
     """Hyperparameters of a federated run (defaults: the paper's code): the model's architecture
@@ -98,8 +104,7 @@ class SiteSettings:
 
     def __post_init__(self) -> None:
         """Refuse a held-out share outside [0, 1)."""
-        if not 0 <= self.val_fraction < 1:
-            raise ConfigError(f"val_fraction must be in [0, 1), got {self.val_fraction!r}")
+        check_fraction("val_fraction", self.val_fraction)
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from reportfed.calibration import (
     fit_calibration,
     identity_calibration,
 )
-from reportfed.config import FederationConfig
+from reportfed.config import FederationConfig, check_fraction
 from reportfed.data.partition import holdout
 from reportfed.data.table import ReportTable
 from reportfed.embed import DEFAULT_EMBEDDER, Embedder, shared_embedder
@@ -133,8 +133,7 @@ class ReportLabeler(BaseEstimator):
 
     def _validate(self) -> None:
         """Refuse parameters no fit can use (scikit-learn validates at fit, not in ``__init__``)."""
-        if not 0 <= self.val_fraction < 1:
-            raise ConfigError(f"val_fraction must be in [0, 1), got {self.val_fraction!r}")
+        check_fraction("val_fraction", self.val_fraction)
         check_granularity(self.granularity)
         if self.config is not None and not isinstance(self.config, FederationConfig):
             raise ConfigError(

@@ -7,7 +7,7 @@ drive the same :class:`ReportAlgorithm`; :data:`REPORTS` is the modality the Flo
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -80,7 +80,7 @@ class ReportAlgorithm:
     val_y: np.ndarray | None = None
     val_mentions: list[dict[str, Mention | None]] = field(default_factory=list)
     settings: SiteSettings = field(default_factory=SiteSettings)
-    _model: ReportMLP | None = field(default=None, repr=False)
+    _model: ReportMLP | None = field(default=None, init=False, repr=False)
 
     @property
     def dim(self) -> int:
@@ -199,8 +199,6 @@ def load_report_node(
         raise ReportfedError(
             f"{data}: no training rows left after holding out {settings.val_fraction:.0%}"
         )
-    if settings.lr:
-        config = replace(config, lr=settings.lr)
     return ReportAlgorithm(
         Node(name, x[fit], table.labels[fit], table.label_space),
         config,

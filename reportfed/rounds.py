@@ -5,15 +5,13 @@ every engine (the loop, lockstep, Flower nodes) derives the same way."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tqdm.auto import tqdm
 
 from reportfed.aggregation import GlobalState
+from reportfed.node import NodeAlgorithm
 from reportfed.server import SurgicalServer
-
-if TYPE_CHECKING:
-    from reportfed.node import NodeAlgorithm
 
 
 def round_seed(seed: int, round_: int, node_index: int) -> int:

@@ -19,6 +19,7 @@ pytest.importorskip("flwr")
 
 from flwr.app import Array, ArrayRecord, Message
 
+from reportfed import schema
 from reportfed.aggregation import Arrays, GlobalState
 from reportfed.calibration import IDENTITY
 from reportfed.config import FederationConfig
@@ -26,7 +27,7 @@ from reportfed.embed.weights import resolve_model_path
 from reportfed.flower import client_app, server_app
 from reportfed.flower.exchange import run_on_grid
 from reportfed.flower.strategy import SurgicalAggregation
-from reportfed.flower.wire import ARRAYS, config_record, federation_config
+from reportfed.flower.wire import ARRAYS, config_record
 from reportfed.labeler import ReportLabeler
 from reportfed.labels import LabelSpace
 from reportfed.model import SKIP
@@ -135,7 +136,7 @@ def test_options_beyond_the_paper_travel_to_the_nodes_and_match_the_engine(
         "prox": 0.5,
     }
     config = replace(CONFIG, **options)
-    assert federation_config(config_record(config)) == config  # every field travels
+    assert schema.decode(FederationConfig, config_record(config)) == config  # every field travels
     grid = grid_with(tables, embeddings_cache)
     _, states = run_strategy(grid, 2, config=config)
     assert_same(states[-1], engine_state(tables, embeddings_cache, "abc", 2, **options))

@@ -60,13 +60,12 @@ def test_every_setting_has_a_flag_with_help_and_its_default(
 
 def test_flags_reach_the_run_config_and_come_back_from_it() -> None:
     from reportfed.cli.federation import _run_config
-    from reportfed.flower.wire import federation_config
 
     argv = ["federation", "run", "--superlink", "h:1", "--insecure", "--hidden", "64,32",
             "--server-lr", "0.5", "--balance", "--no-resume", "--granularity", "report"]  # fmt: skip
     rc = _run_config(build_parser().parse_args(argv))
     assert rc["hidden"] == "64,32"
-    config = federation_config(rc)
+    config = schema.decode(FederationConfig, rc)
     assert config == FederationConfig(
         hidden=(64, 32), server_lr=0.5, balance=True, on_invalid="drop"
     )

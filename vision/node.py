@@ -10,7 +10,7 @@ leave it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from reportfed import schema
 from reportfed.aggregation import Arrays, GlobalState, NodeUpdate, node_arrays
 from reportfed.config import NodeSettings, RunSettings, SiteSettings
 from reportfed.data.partition import split_rows
+from reportfed.errors import ReportfedError
 from reportfed.labels import LabelSpace
 from reportfed.model import load_arrays, to_arrays
 from reportfed.node import Description, Evaluation
@@ -59,8 +60,8 @@ class ImageAlgorithm:
     config: ImageFederationConfig = field(default_factory=ImageFederationConfig)
     val: ImageTable | None = None
     settings: SiteSettings = field(default_factory=SiteSettings)
-    _model: ImageClassifier | None = field(default=None, repr=False)
-    _local: Arrays = field(default_factory=dict, repr=False)
+    _model: ImageClassifier | None = field(default=None, init=False, repr=False)
+    _local: Arrays = field(default_factory=dict, init=False, repr=False)
 
     @property
     def model(self) -> ImageClassifier:
@@ -138,8 +139,6 @@ class ImageAlgorithm:
 
 def load_image_node(settings: NodeSettings, config: ImageFederationConfig) -> ImageAlgorithm:
     """Read and split a node's image table (default name: the table's folder)."""
-    from reportfed.errors import ReportfedError
-
     if not settings.data:
         raise ReportfedError("node config has no 'data' (the path of this node's image table)")
     table = read_image_table(
@@ -151,8 +150,6 @@ def load_image_node(settings: NodeSettings, config: ImageFederationConfig) -> Im
     )
     fit, val = split_rows(len(table), settings.val_fraction, np.random.default_rng(config.seed))
     name = settings.name or Path(settings.data).parent.name
-    if settings.lr:
-        config = replace(config, lr=settings.lr)
     return ImageAlgorithm(ImageNode(name, table.subset(fit)), config, table.subset(val), settings)
 
 

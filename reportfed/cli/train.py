@@ -26,18 +26,10 @@ if TYPE_CHECKING:
 
 def cmd_train(args: argparse.Namespace) -> None:
     from reportfed.data.table import read_reports
-    from reportfed.labeler import ReportLabeler
 
     check_outputs([("--out", Path(args.out)), ("--metrics", Path(args.metrics))])
     site = schema.from_args(SiteSettings, args)
-    labeler = ReportLabeler(
-        args.embedder,
-        granularity=args.granularity,
-        base_url=args.base_url,
-        config=schema.from_args(FederationConfig, args),
-        val_fraction=site.val_fraction,
-        cache_dir=args.cache_dir,
-    )
+    labeler = training_labeler(args, schema.from_args(FederationConfig, args), site.val_fraction)
     custom = names(args.custom_labels or "")
     tables = [
         read_reports(
@@ -71,6 +63,22 @@ def cmd_train(args: argparse.Namespace) -> None:
         )
     labeler.fit_tables(tables)
     save_labeler(labeler, args.out, args.metrics, {"nodes": labeler.provenance_["nodes"]})
+
+
+def training_labeler(
+    args: argparse.Namespace, config: FederationConfig, val_fraction: float
+) -> ReportLabeler:
+    """The unfitted labeler the options of :func:`add_training_options` describe."""
+    from reportfed.labeler import ReportLabeler
+
+    return ReportLabeler(
+        args.embedder,
+        granularity=args.granularity,
+        base_url=args.base_url,
+        config=config,
+        val_fraction=val_fraction,
+        cache_dir=args.cache_dir,
+    )
 
 
 def save_labeler(

@@ -29,7 +29,6 @@ from flwr.supercore.differential_privacy import KEY_CLIPPING_NORM
 
 from reportfed import schema
 from reportfed.config import NodeSettings, RunSettings
-from reportfed.errors import ReportfedError
 from reportfed.flower.wire import (
     ARRAYS,
     META,
@@ -52,8 +51,6 @@ def node_settings(context: Context) -> NodeSettings:
     partitions = [p for p in str(context.run_config.get("partitions", "")).split(",") if p]
     if not settings.data and "partition-id" in context.node_config and partitions:
         settings = replace(settings, data=partitions[int(context.node_config["partition-id"])])
-    if not settings.data:
-        raise ReportfedError("node config has no 'data' (the path of this node's table)")
     return settings
 
 
@@ -63,7 +60,10 @@ def algorithm(context: Context, message: Any = None) -> NodeAlgorithm:
     run = dict(context.run_config)
     kind = modality(schema.decode(RunSettings, run).modality)
     config: Any = schema.decode(kind.config_class, {**run, **dict(message or {})})
-    node = kind.node(node_settings(context), config, run)
+    settings = node_settings(context)
+    if settings.lr:  # this node's own learning rate
+        config = replace(config, lr=settings.lr)
+    node = kind.node(settings, config, run)
     if LOCAL in context.state.array_records:
         own = context.state.array_records[LOCAL]
         node.restore({k: own[k].numpy() for k in own})

@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -13,7 +12,6 @@ from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MetricRecord, Re
 
 from reportfed import schema
 from reportfed.aggregation import Arrays, GlobalState, flatten, unflatten
-from reportfed.config import FederationConfig
 from reportfed.labels import LabelSpace
 from reportfed.metrics import auroc, f1_thresholds
 from reportfed.node import Description, Evaluation
@@ -41,12 +39,6 @@ def config_record(config: Any) -> ConfigRecord:
     """The hyperparameters the server sends with every message (every field of the schema of
     ``config``, a :class:`FederationConfig` or another modality's config)."""
     return ConfigRecord(dict(schema.encode(config)))
-
-
-def federation_config(record: Mapping[str, Any]) -> FederationConfig:
-    """Hyperparameters from a run config or a message (the inverse of :func:`config_record`);
-    keys it lacks take the defaults, other keys are ignored."""
-    return schema.decode(FederationConfig, record)
 
 
 def reply(msg: Message, records: dict[str, Any]) -> Message:
