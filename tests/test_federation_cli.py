@@ -26,7 +26,34 @@ def test_certs_then_server_and_node_refuse_to_start_without_tls_material(
     data = tmp_path / "site.csv"
     data.write_text("Reports,Cardiomegaly\nHeart is enlarged.,1\n")
     assert main(["federation", "node", "--data", str(data), "--superlink", "h:1"]) == 2
-    assert "TLS is the default" in capsys.readouterr().err
+    assert "TLS and node authentication are the default" in capsys.readouterr().err
+    ca = ["--root-certificates", str(tmp_path / "c" / "ca.crt")]
+    assert main(["federation", "node", "--data", str(data), "--superlink", "h:1", *ca]) == 2
+    assert "give --key (see `reportfed federation keys`)" in capsys.readouterr().err
+
+
+def test_a_hospital_key_pair_is_made_once_and_only_registered_over_tls(
+    tmp_path: Path, capsys
+) -> None:  # type: ignore[no-untyped-def]
+    assert main(["federation", "keys", "--out", str(tmp_path), "--name", "st_marys"]) == 0
+    key, pub = tmp_path / "st_marys.key", tmp_path / "st_marys.pub"
+    assert key.stat().st_mode & 0o077 == 0
+    assert key.read_text().startswith("-----BEGIN OPENSSH PRIVATE KEY-----")
+    assert pub.read_text().startswith(
+        "ecdsa-sha2-nistp384 "
+    )  # what `flwr supernode register` takes
+    before = key.read_bytes()
+    assert main(["federation", "keys", "--out", str(tmp_path), "--name", "st_marys"]) == 2
+    assert "exists: a hospital keeps its key" in capsys.readouterr().err
+    assert key.read_bytes() == before
+    register = ["federation", "register", str(pub), "--superlink", "h:1"]
+    assert main([*register, "--insecure"]) == 2
+    assert "nothing to register" in capsys.readouterr().err
+    assert main(["federation", "register", str(tmp_path / "none.pub"), "--superlink", "h:1"]) == 2
+    assert "no such public key file" in capsys.readouterr().err
+    node = ["federation", "node", "--data", str(pub), "--superlink", "h:1"]
+    assert main([*node, "--insecure", "--key", str(key)]) == 2
+    assert "--key and --insecure exclude each other" in capsys.readouterr().err
     nolabels = tmp_path / "nolabels.csv"
     nolabels.write_text("Reports\nHeart is enlarged.\n")
     args = ["federation", "node", "--superlink", "h:1", "--insecure", "--data", str(nolabels)]

@@ -19,6 +19,7 @@ pytest.importorskip("flwr")
 from reportfed.flower.launch import (
     LoopbackFederation,
     generate_certificates,
+    generate_node_keys,
 )
 from reportfed.flower.server_app import HISTORY_FILE, MODEL_FILE
 from reportfed.labeler import ReportLabeler
@@ -28,7 +29,7 @@ from .flower_nodes import UNION, assert_same, engine_state, write_node_tables
 RUN = {"hidden": "32,16", "seed": 0, "evaluate-every": 0, "min-nodes": 3, "round-timeout": 45.0}
 
 
-def test_three_hospitals_over_tls_equal_the_in_process_engine_and_resume(
+def test_three_registered_hospitals_over_tls_refuse_an_intruder_equal_the_engine_and_resume(
     tables: dict[str, Path],
     embeddings_cache: Path,
     tmp_path: Path,
@@ -37,17 +38,24 @@ def test_three_hospitals_over_tls_equal_the_in_process_engine_and_resume(
     out = tmp_path / "server"
     run = {**RUN, "granularity": "report", "out": str(out)}  # the killed-node test: sentences
     with LoopbackFederation(tmp_path, certificates=certs) as cluster:
-        for name in "abc":
+        for name in "abc":  # each with a key registered at the server
             cluster.add_node(name, tables[name], **{"cache-dir": str(embeddings_cache)})
-        cluster.run({**run, "rounds": 2})
+        # a process holding the CA certificate and a key of its own, never registered
+        intruder = generate_node_keys(tmp_path / "intruder", "x")
+        cluster.add_node("x", tables["a"], key=intruder, **{"cache-dir": str(embeddings_cache)})
+        cluster.run({**run, "rounds": 2, "min-nodes": 3})
         assert json.loads((out / HISTORY_FILE).read_text())[-1]["round"] == 2
         cluster.run({**run, "rounds": 3})  # a new server run resumes at round 3
+        refusals = cluster.log("superlink").count("No SuperNode found with the given public key")
+        assert refusals >= 1 and cluster.procs["node-x"].poll() not in (None, 0)
+        assert "Failed to activate SuperNode" in cluster.log("node-x")
     model = ReportLabeler.load(out / MODEL_FILE, progress=False)
     assert list(model.classes_) == UNION and model.granularity_ == "report"
     assert model.provenance_["federation"]["round"] == 3
     assert_same(model.state_, engine_state(tables, embeddings_cache, "abc", 3, "report"))
     history = json.loads((out / HISTORY_FILE).read_text())
     assert [e["round"] for e in history] == [1, 2, 3]
+    assert all(e["accepted"] == ["a", "b", "c"] for e in history)
     assert history[-1]["evaluation"]["macro-auroc"] > 0.5
 
 

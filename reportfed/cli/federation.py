@@ -1,12 +1,16 @@
 """``reportfed federation ...``: a Flower federation without learning Flower's commands.
 
-* ``certs``  — a CA and server certificate for a trial (hospitals use their own PKI);
-* ``server`` — the SuperLink that hospitals' nodes and runs connect to;
-* ``node``   — one hospital's SuperNode, training on its own reports table;
-* ``run``    — submit a training run (rounds, hyperparameters) and wait for the global model;
-* ``import`` — a new site takes labels from a global model without training.
+* ``certs``    — a CA and server certificate for a trial (hospitals use their own PKI);
+* ``server``   — the SuperLink that hospitals' nodes and runs connect to;
+* ``keys``     — a hospital's key pair: the private key stays on its node, the public key goes to
+  the server's operator;
+* ``register`` — the operator admits a hospital by its public key;
+* ``node``     — one hospital's SuperNode, training on its own reports table;
+* ``run``      — submit a training run (rounds, hyperparameters) and wait for the global model;
+* ``import``   — a new site takes labels from a global model without training.
 
-TLS is on unless ``--insecure`` is given.
+TLS and node authentication (only registered hospitals join) are on unless ``--insecure`` is
+given, which turns both off.
 """
 
 from __future__ import annotations
@@ -33,9 +37,10 @@ def _tls(args: argparse.Namespace, option: str, *, check: bool = True) -> Path |
             raise ReportfedError(f"--{option} and --insecure exclude each other")
         return None
     if not value:
+        where = "federation keys" if option == "key" else "federation certs"
         raise ReportfedError(
-            f"TLS is the default: give --{option} (see `reportfed federation certs`), "
-            "or --insecure for a trial on a trusted network"
+            f"TLS and node authentication are the default: give --{option} (see `reportfed "
+            f"{where}`), or --insecure for a trial on a trusted network"
         )
     path = Path(value)
     if check and not path.is_file():
@@ -61,6 +66,33 @@ def cmd_certs(args: argparse.Namespace) -> None:
 
     certs = generate_certificates(args.out, hosts=args.host or ["127.0.0.1", "localhost"])
     say(f"wrote {certs.ca}, {certs.cert}, {certs.key}; give {certs.ca} to every node")
+
+
+def cmd_keys(args: argparse.Namespace) -> None:
+    from reportfed.flower.launch import generate_node_keys
+
+    keys = generate_node_keys(args.out, args.name)
+    say(
+        f"wrote {keys.private} (stays on this hospital's node: `federation node --key`) and "
+        f"{keys.public} (send it to the server's operator: `federation register`)"
+    )
+
+
+def cmd_register(args: argparse.Namespace) -> None:
+    from reportfed.flower.launch import register_node, wait_for_server, write_flwr_config
+
+    public = Path(args.public_key)
+    if not public.is_file():
+        raise ReportfedError(f"no such public key file: {public}")
+    name = args.name or public.stem
+    ca = _tls(args, "root-certificates")
+    if ca is None:
+        raise ReportfedError("an --insecure server admits every node: there is nothing to register")
+    env = _flower_env()
+    write_flwr_config(Path(env["FLWR_HOME"]), args.superlink, root_certificates=ca)
+    wait_for_server(args.superlink, args.connect_timeout, say=say)
+    node_id = register_node(public, name, env)
+    say(f"registered {name!r} (node {node_id}): its node may join with its private key")
 
 
 def start_superlink(args: argparse.Namespace) -> None:
@@ -100,6 +132,7 @@ def start_supernode(args: argparse.Namespace) -> None:
         "127.0.0.1", args.port, "each node on one machine needs its own --port (default 9094)"
     )
     ca = _tls(args, "root-certificates")
+    key = _tls(args, "key")
     config = node_config(args)
     table = read_reports(  # fail here, not inside Flower
         str(config["data"]), require_labels=True, blank=args.blank, uncertain=args.uncertain
@@ -111,6 +144,7 @@ def start_supernode(args: argparse.Namespace) -> None:
             node_config=config,
             port=args.port,
             root_certificates=ca,
+            key=key,
             insecure=args.insecure,
         ),
         {**_flower_env(), **SUPERNODE_ENV},
@@ -194,7 +228,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
     def tls(p: argparse.ArgumentParser, option: str, what: str) -> None:
         p.add_argument(f"--{option}", default=None, help=what)
-        p.add_argument("--insecure", action="store_true", help="no TLS (trusted networks only)")
+        p.add_argument(
+            "--insecure",
+            action="store_true",
+            help="no TLS and no node authentication (trusted networks only)",
+        )
 
     p = cmds.add_parser("certs", help="create a CA and server certificate for a trial")
     p.add_argument("--out", required=True, help="directory for ca.crt, server.pem, server.key")
@@ -208,10 +246,26 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--database", default=None, help="persist server state in this SQLite file")
     p.set_defaults(func=start_superlink)
 
+    p = cmds.add_parser("keys", help="make this hospital's key pair (node authentication)")
+    p.add_argument("--out", required=True, help="directory for NAME.key and NAME.pub")
+    p.add_argument("--name", required=True, help="the hospital's name (the node's --name)")
+    p.set_defaults(func=cmd_keys)
+
+    p = cmds.add_parser("register", help="admit a hospital by its public key (server operator)")
+    p.add_argument("public_key", help="the hospital's NAME.pub from `federation keys`")
+    p.add_argument("--superlink", required=True, help="server address host:port")
+    p.add_argument("--name", default=None, help="the hospital's name (default: the file's stem)")
+    p.add_argument(
+        "--connect-timeout", type=float, default=60.0, help="seconds to wait for the server"
+    )
+    tls(p, "root-certificates", "CA certificate that signed the server's certificate")
+    p.set_defaults(func=cmd_register)
+
     p = cmds.add_parser("node", help="start this hospital's node (Flower SuperNode)")
     p.add_argument("--superlink", required=True, help="server address host:port")
     p.add_argument("--port", type=int, default=9094, help="local port of the node's runtime")
     tls(p, "root-certificates", "CA certificate that signed the server's certificate")
+    p.add_argument("--key", default=None, help="this hospital's private key (`federation keys`)")
     schema.add_flags(p, NodeSettings, required=["data"])
     p.set_defaults(func=start_supernode)
 

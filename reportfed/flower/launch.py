@@ -1,9 +1,12 @@
-"""The Flower processes behind ``reportfed federation server | node | run``, and TLS certificates.
+"""The Flower processes behind ``reportfed federation server | node | register | run``, TLS
+certificates and the hospitals' node keys.
 
 A federation is one SuperLink (the server's endpoint), one SuperNode per hospital, and a run
 submitted with ``flwr run`` against the app in ``app/``. These helpers build the commands so that
-users (and tests) never assemble Flower flags by hand. TLS is the default; ``insecure=True`` only
-when asked.
+users (and tests) never assemble Flower flags by hand. TLS is the default, and with it Flower's
+SuperNode authentication: the SuperLink admits only the nodes whose public key was registered
+(``flwr supernode register``), and each node proves its key. ``insecure=True`` turns both off,
+only when asked.
 """
 
 from __future__ import annotations
@@ -53,6 +56,21 @@ class Certificates:
         return certs
 
 
+@dataclass(frozen=True)
+class NodeKeys:
+    """A hospital's key pair for SuperNode authentication (OpenSSH files, ECDSA on NIST P-384):
+    the private key stays on the node, the public key goes to the server's operator."""
+
+    private: Path
+    public: Path
+
+    @classmethod
+    def named(cls, directory: str | Path, name: str) -> NodeKeys:
+        """The files :func:`generate_node_keys` writes for ``name`` into ``directory``."""
+        d = Path(directory)
+        return cls(d / f"{name}.key", d / f"{name}.pub")
+
+
 def toml_pairs(values: Mapping[str, Value]) -> str:
     """``key=value`` pairs in TOML syntax, as ``--node-config`` and ``--run-config`` take them."""
     parts = []
@@ -84,7 +102,8 @@ def superlink_command(
     insecure: bool = False,
     database: Path | None = None,
 ) -> list[str]:
-    """``flower-superlink``: the server endpoint nodes and runs connect to."""
+    """``flower-superlink``: the server endpoint nodes and runs connect to; with TLS it admits
+    only registered nodes (Flower's SuperNode authentication)."""
     cmd = ["flower-superlink", "--disable-runtime-dependency-installation"]
     cmd += ["--host", host, "--port", str(port)]
     certs = _tls(insecure, certificates)
@@ -93,6 +112,7 @@ def superlink_command(
     else:
         cmd += ["--ssl-ca-certfile", str(certs.ca)]
         cmd += ["--ssl-certfile", str(certs.cert), "--ssl-keyfile", str(certs.key)]
+        cmd.append("--enable-supernode-auth")
     if database is not None:
         cmd += ["--database", str(database)]
     return cmd
@@ -104,13 +124,28 @@ def supernode_command(
     node_config: Mapping[str, Value],
     port: int = 9094,
     root_certificates: Path | None = None,
+    key: Path | None = None,
     insecure: bool = False,
 ) -> list[str]:
-    """``flower-supernode``: one hospital's process; ``node_config`` holds ``data`` etc."""
+    """``flower-supernode``: one hospital's process; ``node_config`` holds ``data`` etc. With TLS
+    it authenticates with its private ``key`` (registered at the server)."""
     cmd = ["flower-supernode", "--superlink", superlink, "--port", str(port)]
     ca = _tls(insecure, root_certificates)
-    cmd += ["--insecure"] if ca is None else ["--root-certificates", str(ca)]
+    if ca is None:
+        cmd.append("--insecure")
+    else:
+        cmd += ["--root-certificates", str(ca)]
+        cmd += ["--auth-supernode-private-key", str(_tls(insecure, key))]
     return [*cmd, "--node-config", toml_pairs(node_config)]
+
+
+def register_command(public_key: Path, name: str) -> list[str]:
+    """``flwr supernode register``: admit the node holding ``public_key``'s private key, under
+    ``name``, at the SuperLink of the ``reportfed`` connection (:func:`write_flwr_config`)."""
+    return [
+        "flwr", "supernode", "register", str(public_key), SUPERLINK_NAME,
+        "--name", name, "--format", "json",
+    ]  # fmt: skip
 
 
 def write_flwr_config(
@@ -199,6 +234,53 @@ def generate_certificates(
     )
     certs.key.chmod(0o600)
     return certs
+
+
+def generate_node_keys(out_dir: str | Path, name: str) -> NodeKeys:
+    """A new key pair for the hospital ``name`` (:class:`NodeKeys`); an existing pair is never
+    overwritten (its public key may be registered already)."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    keys = NodeKeys.named(out_dir, name)
+    for path in (keys.private, keys.public):
+        if path.exists():
+            raise ReportfedError(
+                f"{path} exists: a hospital keeps its key (delete it to make anew)"
+            )
+    keys.private.parent.mkdir(parents=True, exist_ok=True)
+    key = ec.generate_private_key(ec.SECP384R1())
+    private = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.OpenSSH,
+        serialization.NoEncryption(),
+    )
+    atomic_write(keys.private, private)
+    keys.private.chmod(0o600)
+    public = key.public_key().public_bytes(
+        serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH
+    )
+    atomic_write(keys.public, public + f" {name}\n".encode())
+    return keys
+
+
+def register_node(public_key: Path, name: str, env: Mapping[str, str]) -> int:
+    """Register a hospital's public key at the SuperLink named in ``env``'s ``FLWR_HOME``
+    (:func:`write_flwr_config`); returns the node id Flower gives it (``ReportfedError`` with
+    Flower's reason when it refuses)."""
+    done = subprocess.run(
+        register_command(public_key, name), env=dict(env), capture_output=True, text=True
+    )
+    start = done.stdout.find("{")
+    try:
+        answer = json.loads(done.stdout[start:]) if start >= 0 else {}
+    except json.JSONDecodeError:
+        answer = {}
+    if done.returncode != 0 or not answer.get("success"):
+        reason = str(answer.get("error-message") or done.stderr or done.stdout)
+        reason = " ".join(line for line in reason.splitlines() if not line.startswith("Using "))
+        raise ReportfedError(f"the server did not register {public_key}: {reason}")
+    return int(answer["node-id"])
 
 
 def check_port_free(host: str, port: int, hint: str) -> None:
@@ -312,14 +394,27 @@ class LoopbackFederation:
         _wait_for_port(self.port, proc)
         return self
 
-    def add_node(self, name: str, data: Path, **node_config: Value) -> None:
-        """Start a SuperNode reading ``data`` (more node config as keywords)."""
+    def register(self, name: str) -> NodeKeys:
+        """Make hospital ``name``'s key pair under ``root/keys`` and register its public key at
+        the SuperLink (what ``reportfed federation keys`` and ``register`` do)."""
+        keys = generate_node_keys(self.root / "keys", name)
+        register_node(keys.public, name, self.env)
+        return keys
+
+    def add_node(
+        self, name: str, data: Path, key: NodeKeys | None = None, **node_config: Value
+    ) -> None:
+        """Start a SuperNode reading ``data`` (more node config as keywords). With TLS it
+        authenticates with ``key``; without one, a key is made and registered for it first."""
+        if not self.insecure and key is None:
+            key = self.register(name)
         cmd = supernode_command(
             superlink=self.address,
             port=free_port(),
             node_config={"name": name, "data": str(data), **node_config},
             insecure=self.insecure,
             root_certificates=None if self.certificates is None else self.certificates.ca,
+            key=None if key is None else key.private,
         )
         self._spawn(f"node-{name}", cmd)
 
