@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 import numpy as np
@@ -172,23 +172,14 @@ def aggregate(
     weights = np.array(
         [float(u.num_examples) if weighting == "samples" else 1.0 for u, _ in accepted]
     )
-
-    def dtype(block: str, key: str) -> np.dtype:
-        """The previous state's dtype, else the widest of the updates' (never a downcast)."""
-        if previous is not None:
-            return getattr(previous, block)[key].dtype
-        return np.result_type(*(getattr(u, block)[key] for u, _ in accepted))
-
     shared = {
         key: np.sum(
             weights.reshape((-1,) + (1,) * accepted[0][0].shared[key].ndim)
             * np.stack([u.shared[key] for u, _ in accepted]),
             axis=0,
         )
-        / weights.sum()
         for key in accepted[0][0].shared
     }
-
     spaces = [space for _, space in accepted] + ([previous.labels] if previous is not None else [])
     union = LabelSpace.union(spaces)
     # mask[k, c] = 1 when node k has label c; rows[k] = node k's task arrays scattered to the union.
@@ -199,8 +190,6 @@ def aggregate(
         mask[k, pos] = 1.0
         positions.append(pos)
     coef = weights[:, None] * mask
-    denom = coef.sum(axis=0)
-    present = denom > 0
     task: dict[str, np.ndarray] = {}
     for key in accepted[0][0].task:
         sample = accepted[0][0].task[key]
@@ -208,22 +197,106 @@ def aggregate(
         stacked = np.zeros((len(accepted), len(union), *sample.shape[1:]), dtype=widest)
         for k, (u, _) in enumerate(accepted):
             stacked[k, positions[k]] = u.task[key]
-        extra = (1,) * (sample.ndim - 1)
-        out = np.sum(coef.reshape(coef.shape + extra) * stacked, axis=0)
-        out[present] /= denom[present].reshape((-1, *extra))
-        if previous is not None and not present.all():
-            carried = np.flatnonzero(~present)
-            out[carried] = previous.task[key][previous.labels.indices([union[i] for i in carried])]
-        task[key] = out.astype(dtype("task", key), copy=False)
-
-    shared = {k: v.astype(dtype("shared", k), copy=False) for k, v in shared.items()}
+        task[key] = np.sum(coef.reshape(coef.shape + (1,) * (sample.ndim - 1)) * stacked, axis=0)
+    sums = Sums(union, shared, task, float(weights.sum()), coef.sum(axis=0))
+    dtypes = {
+        (block, key): np.result_type(*(getattr(u, block)[key] for u, _ in accepted))
+        for block in ("shared", "task")
+        for key in getattr(accepted[0][0], block)
+    }
     contributors = {union[c]: int(mask[:, c].sum()) for c in range(len(union))}
     return AggregationResult(
-        state=GlobalState(labels=union, shared=shared, task=task),
+        state=merge(sums, previous, dtypes),
         accepted=[u.node_id for u, _ in accepted],
         rejected=rejected,
         contributors=contributors,
     )
+
+
+@dataclass(frozen=True)
+class Sums:
+    """A round's updates summed, the only thing a sum-only protocol (secure aggregation) shows
+    the server: ``shared`` is the weighted sum of the nodes' shared blocks; ``task`` holds, for
+    each label of ``labels``, the weighted sum of the rows of the nodes that have that label
+    (zero rows from the others); ``weight`` is the total weight and ``holders[c]`` the weight of
+    the nodes having label ``c`` (0: nobody sent it this round)."""
+
+    labels: LabelSpace
+    shared: Arrays
+    task: Arrays
+    weight: float
+    holders: np.ndarray
+
+
+def merge(
+    sums: Sums,
+    previous: GlobalState | None = None,
+    dtypes: Mapping[tuple[str, str], np.dtype] | None = None,
+) -> GlobalState:
+    """The surgical merge of :class:`Sums`: the shared block is ``shared / weight``, each label's
+    rows are its sum over the weight of its holders, and a label nobody sent keeps
+    ``previous``'s rows. Arrays take ``previous``'s dtypes (else ``dtypes[(block, key)]``)."""
+
+    def dtype(block: str, key: str) -> np.dtype:
+        if previous is not None:
+            return getattr(previous, block)[key].dtype
+        return (dtypes or {}).get((block, key), np.dtype(np.float32))
+
+    shared = {
+        k: (np.asarray(v) / sums.weight).astype(dtype("shared", k), copy=False)
+        for k, v in sums.shared.items()
+    }
+    present = sums.holders > 0
+    task: dict[str, np.ndarray] = {}
+    for key, total in sums.task.items():
+        out = np.array(total, copy=True)
+        extra = (1,) * (out.ndim - 1)
+        out[present] /= sums.holders[present].reshape((-1, *extra))
+        if previous is not None and not present.all():
+            carried = np.flatnonzero(~present)
+            rows = previous.labels.indices([sums.labels[i] for i in carried])
+            out[carried] = previous.task[key][rows]
+        task[key] = out.astype(dtype("task", key), copy=False)
+    return GlobalState(labels=sums.labels, shared=shared, task=task)
+
+
+def update_norm(update: NodeUpdate, reference: GlobalState) -> float:
+    """The L2 norm of ``update`` minus ``reference`` (the global model it trained from) over the
+    shared block and the rows of the update's labels that ``reference`` has."""
+    return float(np.sqrt(sum(float(np.sum(d**2)) for d in _deltas(update, reference))))
+
+
+def _deltas(update: NodeUpdate, reference: GlobalState) -> list[np.ndarray]:
+    labels = list(update.labels)
+    known = [i for i, c in enumerate(labels) if c in reference.labels]
+    rows = reference.labels.indices([labels[i] for i in known])
+    out = [np.asarray(v, np.float64) - reference.shared[k] for k, v in update.shared.items()]
+    out += [
+        np.asarray(v, np.float64)[known] - reference.task[k][rows] for k, v in update.task.items()
+    ]
+    return out
+
+
+def clip_update(update: NodeUpdate, reference: GlobalState, norm: float) -> NodeUpdate:
+    """``update`` with its change from ``reference`` scaled down to L2 norm ``norm`` at most
+    (:func:`update_norm`; rows of labels ``reference`` lacks are kept as they are)."""
+    size = update_norm(update, reference)
+    if size <= norm:
+        return update
+    scale = norm / size
+    labels = list(update.labels)
+    known = [i for i, c in enumerate(labels) if c in reference.labels]
+    rows = reference.labels.indices([labels[i] for i in known])
+    shared = {
+        k: (reference.shared[k] + scale * (v - reference.shared[k])).astype(v.dtype)
+        for k, v in update.shared.items()
+    }
+    task = {}
+    for k, v in update.task.items():
+        clipped = np.array(v, copy=True)
+        clipped[known] = reference.task[k][rows] + scale * (v[known] - reference.task[k][rows])
+        task[k] = clipped
+    return replace(update, shared=shared, task=task)
 
 
 def node_arrays(

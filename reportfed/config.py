@@ -160,5 +160,9 @@ class RunSettings:
     granularity: Granularity = setting("sentence", GRANULARITY_HELP)
     fingerprint: str = setting("", "embedder fingerprint every node must have ('': the commonest)")
     resume: bool = setting(True, "continue after the last round saved in the output directory")
+    secure_aggregation: bool = setting(
+        False,
+        "sum the nodes' updates under Flower's SecAgg+ masks: the server sees only their sum",
+    )
     dp_noise: float = setting(0.0, "DP noise multiplier (0 = off)")
     dp_clip: float = setting(1.0, "DP clipping norm of node updates")

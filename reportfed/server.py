@@ -3,12 +3,16 @@ server's rules (:class:`ServerOptions`), and its :meth:`~SurgicalServer.step` is
 :func:`reportfed.aggregation.aggregate`. Every engine drives it: the in-process loop, the lockstep
 engine, the Flower strategy and the image federation.
 
-A step takes the round's node updates and returns the next global state:
+A step takes the round's node updates, or only their :class:`~reportfed.aggregation.Sums` (secure
+aggregation: the server never sees one node's update), and returns the next global state:
 
 1. fewer than ``min_nodes`` updates, or fewer than ``min_nodes`` that pass validation (with
    ``on_invalid="drop"``), leave the global state unchanged (e.g. Flower rounds where nodes died);
-2. otherwise the updates are merged surgically (``weighting``, ``on_invalid``);
-3. the representation block then moves from the previous state towards the merge with the server
+2. with ``clip_norm`` > 0 each update's change is scaled down to that L2 norm; sums cannot be
+   clipped, so sums whose mean change exceeds the norm (a node that did not clip before masking)
+   leave the state unchanged;
+3. otherwise the updates are merged surgically (``weighting``, ``on_invalid``);
+4. the representation block then moves from the previous state towards the merge with the server
    optimizer: ``velocity <- server_momentum * velocity + (merged - previous)``, new shared block
    ``previous + server_lr * velocity`` (FedAvgM, Hsu et al. 2019). The task rows are taken as
    merged. ``server_momentum = 0`` and ``server_lr = 1`` (the defaults) are the papers' merge,
@@ -23,7 +27,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from reportfed.aggregation import GlobalState, NodeUpdate, OnInvalid, Weighting, aggregate
+from reportfed.aggregation import (
+    GlobalState,
+    NodeUpdate,
+    OnInvalid,
+    Sums,
+    Weighting,
+    aggregate,
+    clip_update,
+    merge,
+)
 from reportfed.errors import ConfigError, NoValidUpdateError
 from reportfed.schema import setting
 
@@ -46,6 +59,10 @@ class ServerOptions:
     server_lr: float = setting(
         1.0, "server learning rate on the representation block (1 = the merge)"
     )
+    clip_norm: float = setting(
+        0.0,
+        "bound each node's update (its change to the model it received) to this L2 norm; 0 = off",
+    )
 
     def __post_init__(self) -> None:
         """Refuse values no server can use (a ``ConfigError`` naming the field and its range)."""
@@ -54,6 +71,7 @@ class ServerOptions:
             "on_invalid": (self.on_invalid in ("raise", "drop"), "'raise' or 'drop'"),
             "server_momentum": (0 <= self.server_momentum < 1, "in [0, 1)"),
             "server_lr": (math.isfinite(self.server_lr) and self.server_lr >= 0, "a number >= 0"),
+            "clip_norm": (math.isfinite(self.clip_norm) and self.clip_norm >= 0, "a number >= 0"),
         }
         for name, (ok, expected) in checks.items():
             if not ok:
@@ -84,6 +102,26 @@ class ServerMomentum:
             for k, v in delta.items()
         }
         return GlobalState(labels=merged.labels, shared=shared, task=merged.task)
+
+
+#: relative slack on ``clip_norm`` when judging sums (their quantization in secure aggregation)
+CLIP_SLACK = 1e-3
+
+
+def mean_change(sums: Sums, previous: GlobalState) -> float:
+    """The L2 norm of the nodes' mean change to ``previous`` over the shared block and every
+    label's rows (zero where a node lacks the label), from their :class:`Sums` alone: at most
+    the largest single update's norm."""
+    squares = 0.0
+    for k, v in sums.shared.items():
+        squares += float(np.sum((np.asarray(v) / sums.weight - previous.shared[k]) ** 2))
+    rows = previous.labels.indices([c for c in sums.labels if c in previous.labels])
+    known = np.array([c in previous.labels for c in sums.labels])
+    for k, v in sums.task.items():
+        held = sums.holders[known].reshape((-1,) + (1,) * (np.ndim(v) - 1))
+        change = (np.asarray(v)[known] - held * previous.task[k][rows]) / sums.weight
+        squares += float(np.sum(change**2))
+    return float(np.sqrt(squares))
 
 
 @dataclass(frozen=True)
@@ -119,11 +157,16 @@ class SurgicalServer:
         self.min_nodes = min_nodes
         self._optimizer = ServerMomentum(options)
 
-    def step(self, updates: Sequence[NodeUpdate]) -> StepResult:
-        """Merge a round's updates into the global state (see the module docstring)."""
+    def step(self, updates: Sequence[NodeUpdate] | Sums, nodes: Sequence[str] = ()) -> StepResult:
+        """Merge a round's updates, or the ``nodes``' summed updates, into the global state (see
+        the module docstring)."""
         previous = self.state
+        if isinstance(updates, Sums):
+            return self._step_sums(updates, list(nodes))
         if len(updates) < self.min_nodes:
             return self._unchanged([u.node_id for u in updates], {})
+        if self.options.clip_norm > 0:
+            updates = [clip_update(u, previous, self.options.clip_norm) for u in updates]
         try:
             merged = aggregate(
                 updates,
@@ -135,14 +178,34 @@ class SurgicalServer:
             return self._unchanged([], exc.rejected)
         if len(merged.accepted) < self.min_nodes:
             return self._unchanged(merged.accepted, merged.rejected)
-        self.state = self._optimizer.apply(previous, merged.state)
+        return self._moved(previous, merged.state, merged.accepted, merged.rejected)
+
+    def _step_sums(self, sums: Sums, nodes: list[str]) -> StepResult:
+        previous = self.state
+        if len(nodes) < self.min_nodes:
+            return self._unchanged(nodes, {})
+        size = mean_change(sums, previous)
+        limit = self.options.clip_norm * (1 + CLIP_SLACK)
+        if self.options.clip_norm > 0 and size > limit:
+            reason = f"the mean update's norm {size:.4g} exceeds clip_norm {self.options.clip_norm}"
+            return self._unchanged([], dict.fromkeys(nodes, reason))
+        return self._moved(previous, merge(sums, previous), nodes, {})
+
+    def _moved(
+        self,
+        previous: GlobalState,
+        merged: GlobalState,
+        accepted: list[str],
+        rejected: dict[str, str],
+    ) -> StepResult:
+        self.state = self._optimizer.apply(previous, merged)
         known = set(previous.labels)
         return StepResult(
             self.state,
-            merged.accepted,
-            merged.rejected,
+            accepted,
+            rejected,
             aggregated=True,
-            joined=[c for c in merged.state.labels if c not in known],
+            joined=[c for c in merged.labels if c not in known],
         )
 
     def _unchanged(self, accepted: list[str], rejected: dict[str, str]) -> StepResult:

@@ -7,6 +7,7 @@ loopback tests in ``test_flower_deployment.py`` cover the real processes.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterable
 from typing import Any
 from uuid import uuid4
@@ -18,7 +19,7 @@ from flwr.serverapp import Grid
 from flwr.supercore.run import Run
 from flwr.supercore.task_identity import TaskIdentity
 
-Tamper = Callable[[Message], Message]
+Tamper = Callable[[Message], Message | None]  #: ``None``: the node never replies (it died)
 
 
 class DirectGrid(Grid):
@@ -34,6 +35,7 @@ class DirectGrid(Grid):
         self.dead: set[int] = set()
         self.tamper: dict[int, Tamper] = {}
         self.sent: list[Message] = []
+        self.received: list[Message] = []  #: every reply, as the server got it
         self.replies: dict[str, Message] = {}
 
     def add_node(self, node_id: int, node_config: dict[str, Any]) -> None:
@@ -69,11 +71,14 @@ class DirectGrid(Grid):
             node = msg.metadata.dst_node_id
             if node in self.dead or node not in self.nodes:
                 continue  # no reply before the timeout
-            try:
-                reply = self.app(msg, self.nodes[node])
+            try:  # a node gets its own copy, as if it came over the wire
+                reply = self.app(copy.deepcopy(msg), self.nodes[node])
             except Exception as exc:
                 reply = Message(Error(code=0, reason=f"{type(exc).__name__}: {exc}"), reply_to=msg)
-            self.replies[msg.metadata.message_id] = self.tamper.get(node, lambda m: m)(reply)
+            delivered = self.tamper.get(node, lambda m: m)(reply)
+            if delivered is not None:
+                self.received.append(delivered)
+                self.replies[msg.metadata.message_id] = delivered
         return ids
 
     def pull_messages(self, message_ids: Iterable[str]) -> Iterable[Message]:

@@ -238,3 +238,41 @@ def test_image_federation_through_the_flower_strategy_with_fedbn(federation, tmp
     assert evaluation["macro-auroc"] > 0.75
     assert min(v for k, v in evaluation.items() if k.startswith("auroc/")) > 0.6
     assert all("local" in ctx.state.array_records for ctx in grid.nodes.values())
+
+
+def test_secure_image_federation_equals_the_plain_one(federation, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """SecAgg+ sums the image nodes' changes too (FedBN's layers stay local either way). After one
+    round the model differs from the plain run's by SecAgg+'s rounding alone, at most
+    2 x 8 / 2**22 = 3.8e-6 per weight. Later rounds train from those weights, and Adam magnifies
+    the difference (after two rounds up to 3.7e-3 on a DenseNet weight), as any perturbation of
+    the weights would."""
+    pytest.importorskip("flwr")
+    from flwr.app import Context, RecordDict
+
+    from reportfed.flower.client_app import app as client_app
+    from reportfed.flower.server_app import app as server_app
+    from reportfed.model_file import read_model
+
+    from .direct_grid import DirectGrid
+    from .flower_nodes import run_config
+
+    nodes, _, _, _ = federation
+
+    def serve(out: Path, secure: bool) -> Any:
+        run = run_config(modality="images", arch="densenet121", **{"image-size": 64}, rounds=1,
+                         lr=1e-3, **{"batch-size": 16}, norm="fedbn", **{"min-nodes": 3},
+                         **{"evaluate-every": 0}, out=str(out),
+                         **{"secure-aggregation": secure})  # fmt: skip
+        grid = DirectGrid(client_app, run)
+        for k, node in enumerate(nodes):
+            csv = node.table.paths[0].parent / "labels.csv"
+            grid.add_node(10 + k, {"data": str(csv), "name": node.name, "val-fraction": 0.3})
+        context = Context(run_id=1, node_id=0, node_config={}, state=RecordDict(), run_config=run)
+        server_app(grid, context)
+        return read_model(out / "global.safetensors").state
+
+    plain, secure = serve(tmp_path / "plain", False), serve(tmp_path / "secure", True)
+    assert list(secure.labels) == list(plain.labels)
+    for block in ("shared", "task"):
+        for key, value in getattr(plain, block).items():
+            np.testing.assert_allclose(getattr(secure, block)[key], value, atol=3.9e-6, rtol=0)

@@ -165,8 +165,12 @@ def node_config(args: argparse.Namespace) -> dict[str, schema.Scalar]:
 
 def _run_config(args: argparse.Namespace) -> dict[str, schema.Scalar]:
     """The run config of ``flwr run``: the hyperparameters and the run settings, from the flags."""
+    from reportfed.flower.secure import check
+
     settings = schema.from_args(RunSettings, args, out=str(Path(args.out).resolve()))
-    return {**schema.encode(schema.from_args(FederationConfig, args)), **schema.encode(settings)}
+    config = schema.from_args(FederationConfig, args)
+    check(config, settings)  # here, not in the server's log
+    return {**schema.encode(config), **schema.encode(settings)}
 
 
 def cmd_run(args: argparse.Namespace) -> None:

@@ -11,7 +11,8 @@ comma-separated ``partitions``), ``name``, ``embedder``, ``base-url``, ``cache-d
 Messages: ``query`` (the node's :class:`~reportfed.node.Description`), ``train`` (the shared
 block and the rows of the node's labels in, the trained arrays out; with ``evaluate`` set, the
 node first evaluates the rows it received on its held-out rows and sends that evaluation with its
-update, so a round is one exchange), ``evaluate`` (the same evaluation alone, for the final
+update, so a round is one exchange; under secure aggregation, Flower's SecAgg+ stages, the third
+of which trains and masks the node's change, :mod:`reportfed.flower.secure`), ``evaluate`` (the same evaluation alone, for the final
 model). Only weights and metrics leave the node; weights that stay on it between rounds (FedBN's
 normalisation layers) live in the node's ``context.state``.
 """
@@ -29,6 +30,7 @@ from flwr.supercore.differential_privacy import KEY_CLIPPING_NORM
 
 from reportfed import schema
 from reportfed.config import NodeSettings, RunSettings
+from reportfed.flower import secure
 from reportfed.flower.wire import (
     ARRAYS,
     META,
@@ -78,7 +80,7 @@ def optional_clipping(msg: Message, context: Context, call_next: Any) -> Message
     return call_next(msg, context)
 
 
-app = ClientApp(mods=[optional_clipping])
+app = ClientApp(mods=[optional_clipping, secure.secure_mod])
 
 
 @app.query()
@@ -89,8 +91,10 @@ def query(msg: Message, context: Context) -> Message:
 
 @app.train()
 def train(msg: Message, context: Context) -> Message:
-    """One round of local training from the received shared block and label rows."""
-    state, meta = unpack(msg)
+    """One round of local training from the received shared block and label rows (under secure
+    aggregation, from the instructions SecAgg+ forwards, and back to it to be masked)."""
+    masked = secure.carries_instructions(msg)
+    state, meta = secure.unpack(msg) if masked else unpack(msg)
     node = algorithm(context, meta)
     evaluation = evaluation_records(node.evaluate(state)) if meta.get("evaluate") else {}
     update, metrics = node.train(
@@ -102,6 +106,8 @@ def train(msg: Message, context: Context) -> Message:
     if local:
         context.state[LOCAL] = ArrayRecord({k: Array(v) for k, v in local.items()})
     scores = {("train-" if k == "loss" else "") + schema.dashed(k): v for k, v in metrics.items()}
+    if masked:
+        return Message(secure.masked_input(update, state, meta, scores), reply_to=msg)
     return reply(
         msg,
         {

@@ -8,13 +8,15 @@ import time
 from collections.abc import Callable, Iterable
 from logging import INFO
 
-from flwr.app import ArrayRecord, ConfigRecord, Message
+from flwr.app import ArrayRecord, ConfigRecord, Message, MetricRecord
 from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Strategy
 from flwr.supercore import log
 
 #: seconds between two pulls of the replies a message exchange waits for
 POLL_S = 0.05
+#: a round's train exchange: ``(round, global arrays) -> (new arrays or None, metrics or None)``
+TrainExchange = Callable[[int, ArrayRecord], tuple[ArrayRecord | None, MetricRecord | None]]
 
 
 def exchange(grid: Grid, messages: Iterable[Message], *, timeout: float) -> list[Message]:
@@ -45,17 +47,22 @@ def run_on_grid(
     timeout: float,
     config: ConfigRecord,
     after_round: Callable[[int, ArrayRecord], None] | None = None,
+    train: TrainExchange | None = None,
 ) -> ArrayRecord:
     """Run ``rounds`` (1-based round numbers, e.g. ``range(6, 11)`` after a checkpoint of round
-    5): the strategy's train exchange, then its evaluate exchange (which it may leave empty);
-    ``after_round(round, arrays)`` follows each. Returns the final global arrays."""
+    5): the strategy's train exchange (or ``train(round, arrays)``, e.g. secure aggregation's),
+    then its evaluate exchange (which it may leave empty); ``after_round(round, arrays)`` follows
+    each. Returns the final global arrays."""
     log(INFO, "rounds %d..%d", rounds.start, rounds.stop - 1)
     strategy.summary()
     for r in rounds:
         log(INFO, "[ROUND %d/%d]", r, rounds.stop - 1)
-        messages = strategy.configure_train(r, arrays, config, grid)
-        replies = exchange(grid, messages, timeout=timeout)
-        merged, metrics = strategy.aggregate_train(r, replies)
+        if train is None:
+            messages = strategy.configure_train(r, arrays, config, grid)
+            replies = exchange(grid, messages, timeout=timeout)
+            merged, metrics = strategy.aggregate_train(r, replies)
+        else:
+            merged, metrics = train(r, arrays)
         if merged is not None:
             arrays = merged
         if metrics is not None:

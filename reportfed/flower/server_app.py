@@ -29,8 +29,10 @@ from reportfed.aggregation import Arrays, GlobalState
 from reportfed.calibration import IDENTITY
 from reportfed.config import FLOWER_DEFAULTS, RunSettings
 from reportfed.errors import ConfigError
+from reportfed.flower import secure
 from reportfed.flower.exchange import run_on_grid
 from reportfed.flower.history import RunHistory
+from reportfed.flower.secure_round import SecureAggregation
 from reportfed.flower.strategy import SurgicalAggregation
 from reportfed.flower.wire import config_record
 from reportfed.labels import LabelSpace
@@ -106,6 +108,7 @@ def main(grid: Grid, context: Context) -> None:
             raise ConfigError(
                 f"a Flower run has {schema.dashed(name)} = {value!r} (got {getattr(config, name)!r})"
             )
+    secure.check(config, settings)
     out = Path(settings.out).expanduser().resolve()
     out.mkdir(parents=True, exist_ok=True)
 
@@ -120,6 +123,7 @@ def main(grid: Grid, context: Context) -> None:
         options=config,
         evaluate_every=settings.evaluate_every,
         join_timeout=settings.join_timeout,
+        secure=settings.secure_aggregation,
     )
     done = resumed[1] if resumed else 0
     if done >= config.rounds:
@@ -147,6 +151,11 @@ def main(grid: Grid, context: Context) -> None:
             clipping_norm=settings.dp_clip,
             num_sampled_clients=len(strategy.registry.members),
         )
+    train = None
+    if settings.secure_aggregation:
+        train = SecureAggregation(
+            strategy, grid, config_record(config), config.clip_norm, settings.round_timeout
+        )
     run_on_grid(
         runner,
         grid,
@@ -155,5 +164,6 @@ def main(grid: Grid, context: Context) -> None:
         timeout=settings.round_timeout,
         config=config_record(config),
         after_round=checkpoint,
+        train=train,
     )
     log(INFO, "global model: %s", out / MODEL_FILE)

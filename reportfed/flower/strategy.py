@@ -28,9 +28,10 @@ whole life (a resumed run goes on from its checkpoint's round). Flow of a run:
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from logging import ERROR, INFO, WARNING
+from typing import Any
 
 import numpy as np
 from flwr.app import ArrayRecord, ConfigRecord, Message, MetricRecord, RecordDict
@@ -38,7 +39,15 @@ from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Strategy
 from flwr.supercore import log
 
-from reportfed.aggregation import Arrays, GlobalState, NodeUpdate, node_arrays
+from reportfed.aggregation import (
+    Arrays,
+    GlobalState,
+    NodeUpdate,
+    Sums,
+    flatten,
+    node_arrays,
+    unflatten,
+)
 from reportfed.calibration import COEFFICIENTS
 from reportfed.errors import ConfigError
 from reportfed.flower.history import RunHistory
@@ -53,7 +62,7 @@ from reportfed.flower.wire import (
     to_record,
 )
 from reportfed.labels import LabelSpace
-from reportfed.server import ServerOptions, SurgicalServer
+from reportfed.server import ServerOptions, StepResult, SurgicalServer
 
 InitFn = Callable[[int, LabelSpace], tuple[Arrays, Arrays]]
 
@@ -84,6 +93,11 @@ class SurgicalAggregation(Strategy):
     join_timeout:
         Seconds a new node has to answer its first message (the query): it reads and embeds its
         reports then, which can take minutes where the round itself takes seconds.
+    secure:
+        Rounds run under secure aggregation (:mod:`reportfed.flower.secure`): the strategy gets
+        the nodes' mean change, never one node's (:meth:`aggregate_sum`); evaluations then come
+        by their own ``evaluate`` exchange, and labels of nodes that join later are added to the
+        global model (initial rows) before the round that first sends them.
     """
 
     def __init__(
@@ -95,6 +109,7 @@ class SurgicalAggregation(Strategy):
         options: ServerOptions | None = None,
         evaluate_every: int = 1,
         join_timeout: float = 600.0,
+        secure: bool = False,
     ) -> None:
         if min_nodes < 1:
             raise ConfigError(f"min_nodes must be >= 1, got {min_nodes}")
@@ -103,6 +118,7 @@ class SurgicalAggregation(Strategy):
         self.registry = Registry(fingerprint, join_timeout)
         self.options = replace(options or ServerOptions(), on_invalid="drop")
         self.evaluate_every = evaluate_every
+        self.secure = secure
         self.last_round = 0
         self.thresholds: dict[str, float] = {}
         self.calibration: dict[str, list[float]] = {}
@@ -197,8 +213,11 @@ class SurgicalAggregation(Strategy):
         assert self.server is not None, "register() first"
         # the arrays Flower hands back are the global model (a DP wrapper may have noised them)
         self.server.state = self.global_state(arrays)
+        if self.secure:
+            self.server.state = self._with_new_labels(self.server.state)
         # the previous round's model rides along to be evaluated first: one exchange per round
-        evaluate = server_round > 1 and self._evaluates(server_round - 1)
+        # (not under secure aggregation, whose replies carry only the masked vector)
+        evaluate = not self.secure and server_round > 1 and self._evaluates(server_round - 1)
         messages = self._messages(
             "train", server_round, self.server.state, config, grid, evaluate=evaluate
         )
@@ -232,14 +251,80 @@ class SurgicalAggregation(Strategy):
                 continue
             updates.append(NodeUpdate(member.name, labels, shared, task, num_examples=n))
         replied = {reply.metadata.src_node_id for reply in replies}
+        failed |= self._missing(replied, "no reply within the round timeout")
+        step = self.server.step(updates)
+        if step.aggregated:
+            by_name = self.registry.by_name()
+            for update in updates:
+                if update.node_id in step.accepted:
+                    by_name[update.node_id].labels = LabelSpace.of(
+                        update.labels, allow_unknown=True
+                    )
+        return self._recorded(server_round, step, failed, losses)
+
+    def aggregate_sum(
+        self,
+        server_round: int,
+        mean: Sequence[np.ndarray] | None,
+        nodes: Sequence[int],
+        metrics: Mapping[int, Mapping[str, Any]],
+    ) -> tuple[ArrayRecord | None, MetricRecord | None]:
+        """Surgical aggregation from ``mean``, the mean of the masked vectors of ``nodes``
+        (secure aggregation, :mod:`reportfed.flower.secure`; ``None``: the protocol halted),
+        with their training ``metrics``. The nodes' labels are public, so each label's rows are
+        its holders' mean change; no node's own update is ever at hand."""
+        assert self.server is not None, "register() first"
+        previous = self.server.state
+        members = sorted(
+            (self.registry.members[n] for n in nodes if n in self.registry.members),
+            key=lambda m: m.name,
+        )
+        losses = {
+            m.name: float(metrics[m.node_id]["train-loss"])
+            for m in members
+            if "train-loss" in metrics.get(m.node_id, {})
+        }
+        failed = self._missing(set(nodes), "no masked update (dropped out of SecAgg+)")
+        if mean is None or not members:
+            halted = StepResult(previous, [], {}, aggregated=False, joined=[])
+            return self._recorded(server_round, halted, failed, losses)
+        names = list(flatten(previous.shared, previous.task))
+        shared, task = unflatten(dict(zip(names, mean, strict=True)))
+        k = float(len(members))
+        holders = np.array([sum(c in m.labels for m in members) for c in previous.labels], float)
+        sums = Sums(
+            previous.labels,
+            {key: k * (previous.shared[key] + v) for key, v in shared.items()},
+            {
+                key: holders.reshape((-1,) + (1,) * (v.ndim - 1)) * previous.task[key] + k * v
+                for key, v in task.items()
+            },
+            k,
+            holders,
+        )
+        step = self.server.step(sums, [m.name for m in members])
+        return self._recorded(server_round, step, failed, losses)
+
+    def _missing(self, replied: set[int], reason: str) -> dict[str, str]:
+        """Why each member that sent no update this round is missing."""
+        failed = {}
         for node_id, member in sorted(self.registry.members.items()):
             if node_id not in self._awaiting:
                 failed[member.name] = "not connected"
             elif node_id not in replied:
-                failed[member.name] = "no reply within the round timeout"
+                failed[member.name] = reason
+        return failed
+
+    def _recorded(
+        self,
+        server_round: int,
+        step: StepResult,
+        failed: dict[str, str],
+        losses: dict[str, float],
+    ) -> tuple[ArrayRecord | None, MetricRecord | None]:
+        """Log and record a round's step; the new global arrays and the round's metrics."""
         for name, reason in failed.items():
             log(ERROR, "round %d: no update from %r: %s", server_round, name, reason)
-        step = self.server.step(updates)
         for name, reason in step.rejected.items():
             log(ERROR, "round %d: rejected the update of %r: %s", server_round, name, reason)
         seconds = time.perf_counter() - self._started
@@ -252,27 +337,42 @@ class SurgicalAggregation(Strategy):
                 len(step.accepted),
             )
             return None, None
-        by_name = self.registry.by_name()
-        for update in updates:
-            if update.node_id in step.accepted:
-                by_name[update.node_id].labels = LabelSpace.of(update.labels, allow_unknown=True)
         if step.joined:
             log(INFO, "round %d: new label(s) joined the federation: %s", server_round, step.joined)
         metrics = MetricRecord(
             {
                 "nodes": len(step.accepted),
                 "rejected": len(step.rejected) + len(failed),
-                "train-loss": float(np.mean([losses[n] for n in step.accepted])),
+                "train-loss": float(np.mean([losses[n] for n in step.accepted if n in losses])),
             }
         )
         return to_record(step.state.shared, step.state.task), metrics
+
+    def _with_new_labels(self, state: GlobalState) -> GlobalState:
+        """``state`` with initial rows for the members' labels it lacks (secure aggregation sums
+        over the model's labels only, so a label joins before a node sends it)."""
+        new = [c for m in self.registry.members.values() for c in m.labels if c not in state.labels]
+        if not new or self.registry.dim is None:
+            return state
+        fresh = LabelSpace.of(list(dict.fromkeys(new)), allow_unknown=True)
+        _, rows = self.init_fn(self.registry.dim, fresh)
+        union = LabelSpace.union([state.labels, fresh])
+        task = {}
+        for key, old in state.task.items():
+            grown = np.zeros((len(union), *old.shape[1:]), dtype=old.dtype)
+            grown[union.indices(state.labels)] = old
+            grown[union.indices(fresh)] = rows[key]
+            task[key] = grown
+        log(INFO, "label(s) of newly registered nodes join the global model: %s", list(fresh))
+        return GlobalState(union, state.shared, task)
 
     def configure_evaluate(
         self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid
     ) -> Iterable[Message]:
         """After the last round, send the final global rows to every node to evaluate (earlier
-        rounds' models are evaluated with the next round's train message)."""
-        if server_round < self.last_round:
+        rounds' models are evaluated with the next round's train message; under secure
+        aggregation by this exchange, every ``evaluate_every`` rounds)."""
+        if server_round < self.last_round and not (self.secure and self._evaluates(server_round)):
             return []
         return self._messages("evaluate", server_round, self.global_state(arrays), config, grid)
 

@@ -1,0 +1,147 @@
+"""Secure surgical aggregation: the server learns the sum of the nodes' updates, never one update.
+
+Surgical aggregation is a sum over the nodes that hold each label, so it runs under a sum-only
+protocol. Each node sends its change to the model it received: the shared block and, for every
+label of the federation's model, its rows' change, zero for the labels it lacks
+(:func:`masked_input`). Flower's SecAgg+ (``SecAggPlusWorkflow`` on the server, ``secaggplus_mod``
+on the node) masks these vectors so that only their mean comes out. Which node holds which label
+is public (the registry knows every node's labels), so the server rebuilds exactly the rows of a
+plain round from the mean and the per-label counts
+(:meth:`~reportfed.flower.strategy.SurgicalAggregation.aggregate_sum`,
+:class:`~reportfed.aggregation.Sums`).
+
+The server's side, Flower's workflow run from reportfed's round loop, is
+:mod:`reportfed.flower.secure_round`; this module is what the node runs and what both share.
+
+Quantization: SecAgg+ maps every value to an integer of 22 bits over ``[-range, range]`` by
+stochastic rounding (``range`` = the run's ``clip-norm`` when set, else :data:`DEFAULT_RANGE`),
+and the masked sum is exact. The mean's error is unbiased and at most ``2 range / 2**22`` per
+value (3.8e-6 at the default range). A node refuses to send a change beyond the range instead of
+letting it be clipped.
+
+What the server still learns: the mean change, and so the global model every node receives; a
+label only one node holds has that node's rows in the clear (its sum has one term); with two
+nodes, each can subtract its own update from the sum and read the other's.
+"""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+import numpy as np
+from flwr.app import ArrayRecord, ConfigRecord, Context, Message, RecordDict
+from flwr.app.message_type import MessageType
+from flwr.client.mod import secaggplus_mod
+from flwr.common import (
+    Code,
+    FitRes,
+    Parameters,
+    Status,
+    ndarrays_to_parameters,
+    parameters_to_ndarrays,
+)
+from flwr.common.secure_aggregation.secaggplus_constants import RECORD_KEY_CONFIGS
+from flwr.compat.common.recorddict_compat import fitres_to_recorddict
+
+from reportfed.aggregation import GlobalState, NodeUpdate, clip_update, flatten, unflatten
+from reportfed.config import RunSettings
+from reportfed.errors import ConfigError
+from reportfed.labels import LabelSpace
+from reportfed.server import ServerOptions
+
+#: value range of SecAgg+'s quantization without a clip norm (Flower's default)
+DEFAULT_RANGE = 8.0
+#: share of a round's nodes whose key shares rebuild a dropped node's masks: with 3 nodes, 2
+THRESHOLD = 2 / 3
+#: RecordDict keys of the train instructions inside SecAgg+ (Flower's legacy ``FitIns``)
+FITINS_ARRAYS, FITINS_CONFIG = "fitins.parameters", "fitins.config"
+
+
+def value_range(clip_norm: float) -> float:
+    """The range SecAgg+ quantizes over: the clip norm bounds every value of a clipped update."""
+    return clip_norm if clip_norm > 0 else DEFAULT_RANGE
+
+
+def check(options: ServerOptions, settings: RunSettings) -> None:
+    """Refuse what secure aggregation cannot do, in one line each (nothing when it is off)."""
+    if not settings.secure_aggregation:
+        return
+    if options.weighting != "uniform":
+        raise ConfigError(
+            "secure aggregation averages the nodes uniformly: weighting by sample counts needs "
+            "each node's count, which it keeps from the server (use weighting = uniform)"
+        )
+    if settings.dp_noise > 0:
+        raise ConfigError(
+            "secure aggregation with dp-noise is not supported: Flower's DP wrapper needs the "
+            "individual updates (use clip-norm to bound each node's update)"
+        )
+    if settings.min_nodes < 2:
+        raise ConfigError("secure aggregation needs min-nodes >= 2 (the sum of one update is it)")
+
+
+# -- on the node -----------------------------------------------------------------------------
+def secure_mod(msg: Message, context: Context, call_next: Any) -> Message:
+    """Flower's ``secaggplus_mod`` for the messages of a secure round (the others pass)."""
+    if (
+        msg.metadata.message_type == MessageType.TRAIN
+        and RECORD_KEY_CONFIGS in msg.content.config_records
+    ):
+        return secaggplus_mod(msg, context, call_next)
+    return call_next(msg, context)
+
+
+def carries_instructions(msg: Message) -> bool:
+    """Whether ``msg`` is the train message of a secure round (the instructions SecAgg+ carries)."""
+    return FITINS_CONFIG in msg.content.config_records
+
+
+def unpack(msg: Message) -> tuple[GlobalState, ConfigRecord]:
+    """The global rows and the ConfigRecord a secure round's train message carries."""
+    meta = msg.content.config_records[FITINS_CONFIG]
+    names = [str(x) for x in cast(list[str], meta["arrays"])]
+    arrays = parameters_to_ndarrays(as_parameters(msg.content.array_records[FITINS_ARRAYS]))
+    shared, task = unflatten(dict(zip(names, arrays, strict=True)))
+    labels = LabelSpace.of([str(x) for x in cast(list[str], meta["labels"])], allow_unknown=True)
+    return GlobalState(labels, shared, task), meta
+
+
+def as_parameters(record: ArrayRecord) -> Parameters:
+    """An ArrayRecord's arrays, in order, as Flower's legacy ``Parameters``."""
+    return Parameters(tensors=[record[k].data for k in record], tensor_type="numpy.ndarray")
+
+
+def masked_input(
+    update: NodeUpdate, received: GlobalState, meta: ConfigRecord, metrics: dict[str, Any]
+) -> RecordDict:
+    """What a node hands SecAgg+ to mask: its change to the rows it ``received``, clipped to the
+    run's ``clip-norm``, laid out over the federation's labels (zero for the labels it lacks),
+    with weight 1 (uniform) and its training ``metrics``."""
+    clip = float(cast(float, meta.get("clip-norm", 0.0)))
+    if clip > 0:
+        update = clip_update(update, received, clip)
+    union = LabelSpace.of([str(x) for x in cast(list[str], meta["union"])], allow_unknown=True)
+    own = [c for c in update.labels if c in union]
+    mine, theirs = [list(update.labels).index(c) for c in own], union.indices(own)
+    rows = received.labels.indices(own)
+    task = {}
+    for key, value in update.task.items():
+        padded = np.zeros((len(union), *value.shape[1:]), dtype=np.float64)
+        padded[theirs] = value[mine] - received.task[key][rows]
+        task[key] = padded
+    shared = {k: np.asarray(v, np.float64) - received.shared[k] for k, v in update.shared.items()}
+    vector = list(flatten(shared, task).values())
+    largest = max(float(np.max(np.abs(v), initial=0.0)) for v in vector)
+    bound = value_range(clip)
+    if largest > bound:
+        raise ConfigError(
+            f"a change of {largest:.4g} exceeds secure aggregation's range ±{bound:g}: give the "
+            "run a clip-norm (its range) so that no value is clipped silently"
+        )
+    fitres = FitRes(
+        Status(Code.OK, ""),
+        ndarrays_to_parameters([v.astype(np.float32) for v in vector]),
+        num_examples=1,
+        metrics=metrics,
+    )
+    return fitres_to_recorddict(fitres, keep_input=False)
