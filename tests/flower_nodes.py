@@ -76,10 +76,10 @@ def engine_state(
     return run_federation(nodes, config, progress=False).state
 
 
-def assert_same(a: GlobalState, b: GlobalState) -> None:
-    """Same labels, and every weight equal within float tolerance."""
+def assert_same(a: GlobalState, b: GlobalState, atol: float = 1e-6) -> None:
+    """Same labels, and every weight equal within ``atol`` (float tolerance by default)."""
     assert a.labels == b.labels
     for key in a.shared:
-        np.testing.assert_allclose(a.shared[key], b.shared[key], atol=1e-6)
+        np.testing.assert_allclose(a.shared[key], b.shared[key], atol=atol)
     for key in a.task:
-        np.testing.assert_allclose(a.task[key], b.task[key], atol=1e-6)
+        np.testing.assert_allclose(a.task[key], b.task[key], atol=atol)

@@ -1,9 +1,12 @@
 """Secure surgical aggregation through Flower's SecAgg+: the real ServerApp and ClientApp driven
 in-process (``DirectGrid``); the loopback deployment test runs it across processes.
 
-Quantization: SecAgg+ rounds every value to 22 bits over +-8 (no clip norm), so a secure model
-differs from the plain one by stochastic rounding only; measured after 3 rounds on the report
-nodes, at most 2e-5 on any weight, so the tests hold it to 1e-4.
+Quantization: SecAgg+ rounds every value of a node's change to 22 bits over +-8 (no clip norm),
+stochastically, so a secure round's merge differs from the plain one's by less than one step,
+2 x 8 / 2**22 = 3.8e-6, on every weight (measured: at most 3.4e-6 in four runs of one round).
+Later rounds train from those weights, and Adam magnifies the difference on single weights whose
+gradient is near zero (after three rounds up to 1.2e-3 on one weight in four runs) while the
+labels' probabilities differ by at most 4e-7 on the test reports.
 """
 
 from __future__ import annotations
@@ -28,7 +31,8 @@ from .direct_grid import DirectGrid, Tamper
 from .flower_nodes import UNION, run_config
 
 FLOWER = {"hidden": "32,16", "seed": 0, "evaluate-every": 0, "resume": False}
-TOLERANCE = 1e-4  #: secure vs plain model, every weight (see the module docstring)
+STEP = 2 * 8.0 / 2**22  #: SecAgg+'s quantization step at the default range
+TEXTS = ["Heart is enlarged.", "No pleural effusion.", "Small left effusion.", "Normal chest."]
 
 
 def serve(
@@ -50,7 +54,7 @@ def serve(
     return ReportLabeler.load(out / server_app.MODEL_FILE, progress=False), grid
 
 
-def assert_close(a: ReportLabeler, b: ReportLabeler, atol: float = TOLERANCE) -> None:
+def assert_close(a: ReportLabeler, b: ReportLabeler, atol: float) -> None:
     assert list(a.classes_) == list(b.classes_)
     for block in ("shared", "task"):
         for key, value in getattr(a.state_, block).items():
@@ -79,8 +83,7 @@ def test_the_secure_model_equals_the_plain_one_and_the_server_sees_only_the_sum(
         tables, embeddings_cache, tmp_path / "secure", **{"secure-aggregation": True}
     )
     assert list(secure.classes_) == UNION
-    assert_close(secure, plain)
-    assert secure.state_.task["weight"].tolist() != plain.state_.task["weight"].tolist()  # masked
+    np.testing.assert_allclose(secure.predict_proba(TEXTS), plain.predict_proba(TEXTS), atol=1e-5)
     # the server's step got the three nodes' sum each round, never one node's update
     assert len(received) == 3 and all(isinstance(r, Sums) and r.weight == 3 for r in received)
     # and no reply carried arrays in the clear: only SecAgg+'s masked integers and metrics
@@ -88,6 +91,17 @@ def test_the_secure_model_equals_the_plain_one_and_the_server_sees_only_the_sum(
     assert len(trains) == 3 * 4 * 3  # rounds x SecAgg+ stages x nodes
     assert all(not any(len(a) for a in r.content.array_records.values()) for r in trains)
     assert [e["accepted"] for e in history(tmp_path / "secure")] == [["a", "b", "c"]] * 3
+
+
+def test_a_secure_round_equals_the_plain_round_within_one_quantization_step(
+    tables: dict[str, Path], embeddings_cache: Path, tmp_path: Path
+) -> None:
+    plain, _ = serve(tables, embeddings_cache, tmp_path / "plain", rounds=1)
+    secure, _ = serve(
+        tables, embeddings_cache, tmp_path / "secure", rounds=1, **{"secure-aggregation": True}
+    )
+    assert_close(secure, plain, atol=STEP)
+    assert secure.state_.task["weight"].tolist() != plain.state_.task["weight"].tolist()  # rounded
 
 
 def test_secure_aggregation_with_a_clip_norm_and_server_momentum(
@@ -98,7 +112,8 @@ def test_secure_aggregation_with_a_clip_norm_and_server_momentum(
     secure, _ = serve(
         tables, embeddings_cache, tmp_path / "secure", **options, **{"secure-aggregation": True}
     )
-    assert_close(secure, plain, atol=1e-6)  # range 0.05: a finer quantization
+    np.testing.assert_allclose(secure.predict_proba(TEXTS), plain.predict_proba(TEXTS), atol=1e-5)
+    assert_close(secure, plain, atol=1e-3)  # range 0.05: steps of 2.4e-8
 
 
 def dies_when_masking(grid_holder: list[DirectGrid], node_id: int) -> Tamper:

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from experiments.lockstep import run_federations
-from reportfed.aggregation import GlobalState, NodeUpdate, aggregate
+from reportfed.aggregation import GlobalState, NodeUpdate, Sums, aggregate, update_norm
 from reportfed.config import FederationConfig
 from reportfed.engine import run_federation
 from reportfed.errors import ConfigError
@@ -32,6 +32,30 @@ def state(value: float) -> GlobalState:
 def update(name: str, value: float) -> NodeUpdate:
     s = state(value)
     return NodeUpdate(name, SPACE, s.shared, s.task)
+
+
+def test_clip_norm_bounds_each_update_and_judges_sums_by_their_mean_change() -> None:
+    # from 0, a node changes its 3 + 6 weights by 1 each (norm 3) and another by 4 each (norm 12)
+    updates = [update("a", 1.0), update("b", 4.0)]
+    clipped = SurgicalServer(state(0.0), ServerOptions(clip_norm=1.5)).step(updates)
+    # each change scaled to norm 1.5: a by 1/2, b by 1/8, so every weight moves 0.5 on average
+    np.testing.assert_allclose(clipped.state.shared["w"], 0.5)
+    np.testing.assert_allclose(clipped.state.task["weight"], 0.5)
+    assert update_norm(update("b", 4.0), state(0.0)) == pytest.approx(12.0)
+
+    def summed(value: float) -> Sums:  # two nodes, both with both labels, mean change ``value``
+        s = state(2 * value)
+        return Sums(SPACE, s.shared, s.task, 2.0, np.array([2.0, 2.0]))
+
+    server = SurgicalServer(state(0.0), ServerOptions(clip_norm=1.5))
+    within = server.step(summed(0.5), ["a", "b"])  # mean change of norm 1.5: what clipping allows
+    assert within.aggregated and within.accepted == ["a", "b"]
+    np.testing.assert_allclose(within.state.shared["w"], 0.5)
+    beyond = server.step(summed(1.0), ["a", "b"])  # from 0.5 to 1.0: norm 1.5 again, allowed
+    assert beyond.aggregated
+    refused = server.step(summed(3.0), ["a", "b"])  # a node that did not clip before masking
+    assert not refused.aggregated and "exceeds clip_norm 1.5" in refused.rejected["a"]
+    np.testing.assert_allclose(refused.state.shared["w"], 1.0)  # unchanged
 
 
 def test_a_step_merges_then_moves_the_representation_by_the_server_rules() -> None:

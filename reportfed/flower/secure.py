@@ -29,7 +29,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 import numpy as np
-from flwr.app import ArrayRecord, ConfigRecord, Context, Message, RecordDict
+from flwr.app import ConfigRecord, Context, Message, RecordDict
 from flwr.app.message_type import MessageType
 from flwr.client.mod import secaggplus_mod
 from flwr.common import (
@@ -100,15 +100,12 @@ def unpack(msg: Message) -> tuple[GlobalState, ConfigRecord]:
     """The global rows and the ConfigRecord a secure round's train message carries."""
     meta = msg.content.config_records[FITINS_CONFIG]
     names = [str(x) for x in cast(list[str], meta["arrays"])]
-    arrays = parameters_to_ndarrays(as_parameters(msg.content.array_records[FITINS_ARRAYS]))
+    record = msg.content.array_records[FITINS_ARRAYS]  # keys "0", "1", ...: their order is lost
+    tensors = [record[str(i)].data for i in range(len(names))]  # on the wire
+    arrays = parameters_to_ndarrays(Parameters(tensors=tensors, tensor_type="numpy.ndarray"))
     shared, task = unflatten(dict(zip(names, arrays, strict=True)))
     labels = LabelSpace.of([str(x) for x in cast(list[str], meta["labels"])], allow_unknown=True)
     return GlobalState(labels, shared, task), meta
-
-
-def as_parameters(record: ArrayRecord) -> Parameters:
-    """An ArrayRecord's arrays, in order, as Flower's legacy ``Parameters``."""
-    return Parameters(tensors=[record[k].data for k in record], tensor_type="numpy.ndarray")
 
 
 def masked_input(
@@ -130,7 +127,8 @@ def masked_input(
         padded[theirs] = value[mine] - received.task[key][rows]
         task[key] = padded
     shared = {k: np.asarray(v, np.float64) - received.shared[k] for k, v in update.shared.items()}
-    vector = list(flatten(shared, task).values())
+    flat = flatten(shared, task)
+    vector = [flat[str(name)] for name in cast(list[str], meta["arrays"])]  # the server's order
     largest = max(float(np.max(np.abs(v), initial=0.0)) for v in vector)
     bound = value_range(clip)
     if largest > bound:

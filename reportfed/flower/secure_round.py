@@ -37,7 +37,7 @@ from flwr.serverapp import Grid
 from flwr.supercore import log
 
 from reportfed.flower.exchange import exchange
-from reportfed.flower.secure import THRESHOLD, as_parameters, value_range
+from reportfed.flower.secure import THRESHOLD, value_range
 from reportfed.flower.strategy import SurgicalAggregation
 from reportfed.flower.wire import ARRAYS, META
 from reportfed.labels import LabelSpace
@@ -101,7 +101,8 @@ def _fitins(message: Message, union: LabelSpace) -> FitIns:
     config: dict[str, Any] = dict(message.content.config_records[META])
     config["arrays"] = list(record.keys())
     config["union"] = list(union)
-    return FitIns(as_parameters(record), config)
+    tensors = [record[key].data for key in record]
+    return FitIns(Parameters(tensors=tensors, tensor_type="numpy.ndarray"), config)
 
 
 class _Restart(Exception):
