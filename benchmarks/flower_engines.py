@@ -2,14 +2,18 @@
 
 * in-process (``reportfed.engine.run_federation``);
 * Flower's simulation engine (a SuperLink in simulation mode, virtual nodes on Ray);
-* Flower's deployment engine (SuperLink + one SuperNode process per hospital, loopback).
+* Flower's deployment engine (SuperLink + one SuperNode process per hospital, loopback);
+* at K=3, the deployment engine again with secure aggregation (Flower's SecAgg+).
 
 Writes ``benchmarks/results/flower_engines.json``: ``deployment_per_round_s_k3`` (the seconds of a
-deployment round at K=3) beside the in-process figure, and every engine's row.
+deployment round at K=3) beside the in-process figure and the secure round's, the bytes a node
+sends and receives per round with and without secure aggregation (from the run's history, Flower's
+serialized messages), and every engine's row.
 
 Nodes are IID chunks of the IU reports (13 CheXpert findings, no shared label: the paper's K-node
 protocol), written as the CSV tables hospitals would hold. Every engine must give the same global
-model; the script prints the largest difference next to the timings.
+model (secure aggregation: within its rounding); the script prints the largest difference next
+to the timings.
 
     python benchmarks/flower_engines.py                # K=2, 20 rounds and K=3, 3 rounds
     python benchmarks/flower_engines.py --skip simulation
@@ -63,7 +67,9 @@ def max_diff(model: ReportLabeler, state: GlobalState) -> float:
     return max(float(np.abs(x[k] - y[k]).max()) for x, y in pairs for k in x)
 
 
-def bench(k: int, rounds: int, skip: set[str], work: Path) -> list[dict[str, object]]:
+def bench(
+    k: int, rounds: int, skip: set[str], work: Path, *, secure: bool = False
+) -> list[dict[str, object]]:
     paths = node_tables(work, k)
     cache = str(embeddings_cache_dir().resolve())
     run = {"rounds": rounds, "min-nodes": k, "evaluate-every": 0, "round-timeout": 600.0}
@@ -80,8 +86,9 @@ def bench(k: int, rounds: int, skip: set[str], work: Path) -> list[dict[str, obj
     wall = time.perf_counter() - start
     rows.append({"engine": "in-process", "wall_s": wall, "round_s": wall / rounds, "diff": 0.0})
 
-    for engine in ("simulation", "deployment"):
-        if engine in skip:
+    engines = ["simulation", "deployment"] + (["deployment-secure"] if secure else [])
+    for engine in engines:
+        if engine.split("-")[0] in skip:
             continue
         root = work / engine
         root.mkdir()
@@ -90,18 +97,23 @@ def bench(k: int, rounds: int, skip: set[str], work: Path) -> list[dict[str, obj
             if sim is None:
                 for p in paths:
                     fed.add_node(p.stem, p, **{"cache-dir": cache})
-            extra = {"partitions": ",".join(map(str, paths))} if sim else {}
+            extra: dict[str, str | bool] = {"secure-aggregation": engine.endswith("secure")}
+            if sim:
+                extra["partitions"] = ",".join(map(str, paths))
             start = time.perf_counter()
             fed.run({**run, "out": str(root / "out"), **extra})
             wall = time.perf_counter() - start
         history = json.loads((root / "out" / HISTORY_FILE).read_text())
         model = ReportLabeler.load(root / "out" / MODEL_FILE, progress=False)
+        traffic = [b for e in history for b in e.get("bytes", {}).values()]
         rows.append(
             {
                 "engine": engine,
                 "wall_s": wall,
                 "round_s": float(np.mean([e["seconds"] for e in history])),
                 "diff": max_diff(model, reference),
+                "up_bytes": float(np.mean([b["up"] for b in traffic])) if traffic else None,
+                "down_bytes": float(np.mean([b["down"] for b in traffic])) if traffic else None,
             }
         )
     for row in rows:
@@ -117,13 +129,19 @@ def main() -> None:
     rows = []
     for k, rounds in ((3, 3), (2, 20)):
         with tempfile.TemporaryDirectory() as tmp:
-            rows += bench(k, rounds, set(args.skip), Path(tmp))
-    frame = pd.DataFrame(rows)[["nodes", "rounds", "engine", "wall_s", "round_s", "ratio", "diff"]]
+            rows += bench(k, rounds, set(args.skip), Path(tmp), secure=k == 3)
+    columns = ["nodes", "rounds", "engine", "wall_s", "round_s", "ratio", "diff"]
+    frame = pd.DataFrame(rows)[[*columns, "up_bytes", "down_bytes"]]
     print(frame.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
-    per_round = {(r["engine"], r["nodes"]): r["round_s"] for r in rows}
+    by = {(r["engine"], r["nodes"]): r for r in rows}
     result = {
-        "deployment_per_round_s_k3": per_round.get(("deployment", 3)),
-        "in_process_per_round_s_k3": per_round.get(("in-process", 3)),
+        "deployment_per_round_s_k3": by.get(("deployment", 3), {}).get("round_s"),
+        "secure_deployment_per_round_s_k3": by.get(("deployment-secure", 3), {}).get("round_s"),
+        "in_process_per_round_s_k3": by.get(("in-process", 3), {}).get("round_s"),
+        "bytes_per_node_per_round_k3": {
+            engine: {d: by.get((engine, 3), {}).get(f"{d}_bytes") for d in ("up", "down")}
+            for engine in ("deployment", "deployment-secure")
+        },
         "rows": rows,
     }
     atomic_write(args.out, json.dumps(result, indent=1).encode())

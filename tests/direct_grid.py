@@ -7,7 +7,6 @@ loopback tests in ``test_flower_deployment.py`` cover the real processes.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Iterable
 from typing import Any
 from uuid import uuid4
@@ -16,10 +15,22 @@ from flwr.app import Context, Error, Message, RecordDict
 from flwr.clientapp import ClientApp
 from flwr.common.constant import SUPERLINK_NODE_ID
 from flwr.serverapp import Grid
+from flwr.supercore.inflatable.inflatable_object import get_all_nested_objects
+from flwr.supercore.inflatable.inflatable_utils import inflate_object_from_contents
 from flwr.supercore.run import Run
 from flwr.supercore.task_identity import TaskIdentity
 
 Tamper = Callable[[Message], Message | None]  #: ``None``: the node never replies (it died)
+
+
+def over_the_wire(msg: Message) -> Message:
+    """The message a node gets: ``msg`` serialized into Flower's objects and rebuilt (so nodes
+    never share one object, as the workflow's messages to several nodes do here)."""
+    contents = {k: obj.deflate() for k, obj in get_all_nested_objects(msg).items()}
+    copy = inflate_object_from_contents(msg.object_id, contents)
+    assert isinstance(copy, Message)
+    copy.metadata.__dict__["_message_id"] = msg.metadata.message_id
+    return copy
 
 
 class DirectGrid(Grid):
@@ -71,8 +82,8 @@ class DirectGrid(Grid):
             node = msg.metadata.dst_node_id
             if node in self.dead or node not in self.nodes:
                 continue  # no reply before the timeout
-            try:  # a node gets its own copy, as if it came over the wire
-                reply = self.app(copy.deepcopy(msg), self.nodes[node])
+            try:
+                reply = self.app(over_the_wire(msg), self.nodes[node])
             except Exception as exc:
                 reply = Message(Error(code=0, reason=f"{type(exc).__name__}: {exc}"), reply_to=msg)
             delivered = self.tamper.get(node, lambda m: m)(reply)

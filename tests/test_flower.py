@@ -74,7 +74,7 @@ def run_strategy(
     )
     states: list[GlobalState] = []
 
-    def after(round_: int, arrays: ArrayRecord) -> None:
+    def after(round_: int, arrays: ArrayRecord, traffic: Any) -> None:
         states.append(strategy.global_state(arrays))
         if between is not None:
             between(round_, strategy, grid)

@@ -91,6 +91,11 @@ def test_the_secure_model_equals_the_plain_one_and_the_server_sees_only_the_sum(
     assert len(trains) == 3 * 4 * 3  # rounds x SecAgg+ stages x nodes
     assert all(not any(len(a) for a in r.content.array_records.values()) for r in trains)
     assert [e["accepted"] for e in history(tmp_path / "secure")] == [["a", "b", "c"]] * 3
+    # the history counts each node's bytes: SecAgg+ sends the masked vector (8 bytes a value, not
+    # 4) and its keys and shares, so a secure round costs a node more than a plain one
+    secure_up = [e["bytes"][n]["up"] for e in history(tmp_path / "secure") for n in "abc"]
+    plain_up = [e["bytes"][n]["up"] for e in history(tmp_path / "plain") for n in "abc"]
+    assert min(secure_up) > max(plain_up) > 0
 
 
 def test_a_secure_round_equals_the_plain_round_within_one_quantization_step(

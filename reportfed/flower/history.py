@@ -1,6 +1,6 @@
 """The record of a Flower run, one entry per round (``history.json`` beside the model): which
-nodes were accepted, rejected or failed and why, their training losses, the round's seconds and,
-on evaluation rounds, the per-label AUROC."""
+nodes were accepted, rejected or failed and why, their training losses, the round's seconds, the
+bytes each node received and sent and, on evaluation rounds, the per-label AUROC."""
 
 from __future__ import annotations
 
@@ -55,3 +55,9 @@ class RunHistory:
         for entry in self.entries:
             if entry["round"] == round_:
                 entry["evaluation"] = dict(metrics)
+
+    def traffic(self, round_: int, by_node: dict[str, dict[str, int]]) -> None:
+        """Attach round ``round_``'s bytes per node (``down`` to it, ``up`` from it)."""
+        for entry in self.entries:
+            if entry["round"] == round_:
+                entry["bytes"] = by_node

@@ -36,7 +36,7 @@ from flwr.server.workflow.constant import Key as WorkflowKey
 from flwr.serverapp import Grid
 from flwr.supercore import log
 
-from reportfed.flower.exchange import exchange
+from reportfed.flower.exchange import Traffic, exchange
 from reportfed.flower.secure import THRESHOLD, value_range
 from reportfed.flower.strategy import SurgicalAggregation
 from reportfed.flower.wire import ARRAYS, META
@@ -120,17 +120,20 @@ class _Polling:
     fails (Flower 1.41). With ``strict``, a setup stage some nodes miss stops the workflow
     instead (:class:`_Restart`), before any node trains, to be run again without them."""
 
-    def __init__(self, grid: Grid, timeout: float, strict: bool) -> None:
+    def __init__(self, grid: Grid, timeout: float, strict: bool, traffic: Traffic) -> None:
         self.grid = grid
         self.timeout = timeout
         self.strict = strict
+        self.traffic = traffic
         self.calls = 0
 
     def send_and_receive(
         self, messages: Iterable[Message], *, timeout: float | None = None
     ) -> list[Message]:
         messages = list(messages)
-        replies = exchange(self.grid, messages, timeout=timeout or self.timeout)
+        replies = exchange(
+            self.grid, messages, timeout=timeout or self.timeout, traffic=self.traffic
+        )
         self.calls += 1
         answered = {r.metadata.src_node_id for r in replies if not r.has_error()}
         if self.strict and self.calls == 1 and len(answered) < len(messages):
@@ -151,15 +154,18 @@ class SecureAggregation:
     timeout: float = 600.0
 
     def __call__(
-        self, server_round: int, arrays: ArrayRecord
+        self, server_round: int, arrays: ArrayRecord, traffic: Traffic
     ) -> tuple[ArrayRecord | None, MetricRecord | None]:
-        """Round ``server_round`` from the global ``arrays``: the new arrays and the metrics."""
+        """Round ``server_round`` from the global ``arrays``: the new arrays and the metrics
+        (every stage's bytes counted in ``traffic``)."""
         messages = list(self.strategy.configure_train(server_round, arrays, self.config, self.grid))
-        legacy = self._run(messages, server_round, strict=True)
+        legacy = self._run(messages, server_round, traffic, strict=True)
         out = legacy.outcome
         return self.strategy.aggregate_sum(server_round, out.mean, out.nodes, out.metrics)
 
-    def _run(self, messages: list[Message], server_round: int, *, strict: bool) -> _Round:
+    def _run(
+        self, messages: list[Message], server_round: int, traffic: Traffic, *, strict: bool
+    ) -> _Round:
         """SecAgg+ over ``messages``; with ``strict``, once more without the nodes that miss its
         setup (:class:`_Polling`)."""
         legacy = _Round(messages, self.strategy.labels, self.grid)
@@ -179,7 +185,7 @@ class SecureAggregation:
             timeout=self.timeout,
         )
         try:
-            workflow(cast(Grid, _Polling(self.grid, self.timeout, strict)), context)
+            workflow(cast(Grid, _Polling(self.grid, self.timeout, strict, traffic)), context)
         except _Restart as restart:
             log(
                 WARNING,
@@ -188,5 +194,5 @@ class SecureAggregation:
                 sorted({m.metadata.dst_node_id for m in messages} - restart.answered),
             )
             alive = [m for m in messages if m.metadata.dst_node_id in restart.answered]
-            return self._run(alive, server_round, strict=False)
+            return self._run(alive, server_round, traffic, strict=False)
         return legacy

@@ -30,7 +30,7 @@ from reportfed.calibration import IDENTITY
 from reportfed.config import FLOWER_DEFAULTS, RunSettings
 from reportfed.errors import ConfigError
 from reportfed.flower import secure
-from reportfed.flower.exchange import run_on_grid
+from reportfed.flower.exchange import Traffic, run_on_grid
 from reportfed.flower.history import RunHistory
 from reportfed.flower.secure_round import SecureAggregation
 from reportfed.flower.strategy import SurgicalAggregation
@@ -140,7 +140,16 @@ def main(grid: Grid, context: Context) -> None:
         log(INFO, "resuming after round %d with labels %s", done, list(resumed[0].labels))
     initial = strategy.register(grid, config.rounds, resume=resumed[0] if resumed else None)
 
-    def checkpoint(round_: int, arrays: ArrayRecord) -> None:
+    def checkpoint(round_: int, arrays: ArrayRecord, traffic: Traffic) -> None:
+        members = strategy.registry.members
+        strategy.history.traffic(
+            round_,
+            {
+                members[n].name: {"down": traffic.down[n], "up": traffic.up[n]}
+                for n in sorted(set(traffic.down) | set(traffic.up))
+                if n in members
+            },
+        )
         _save(out, strategy, strategy.global_state(arrays), round_, kind, config, settings)
 
     runner: Strategy = strategy
