@@ -85,6 +85,16 @@ def _split(code: str) -> tuple[str, list[str]]:
     return "\n".join(script) + "\n", ci
 
 
+def test_the_readmes_inline_federation_commands_run_in_a_tested_block() -> None:
+    """The README walks a new hospital through federation commands in its prose; each is a line
+    of a bash block that runs here (docs/federation.md's trial), as written."""
+    spans = re.findall(
+        r"`(reportfed federation \w+ [^`]*--[^`]*)`", (ROOT / "README.md").read_text()
+    )
+    tested = {line.strip().removesuffix("&").strip() for b in BASH for line in b.code.splitlines()}
+    assert len(spans) >= 3 and [s for s in spans if s not in tested] == []
+
+
 def test_the_install_and_test_commands_are_what_ci_runs() -> None:
     ci = [
         shlex.split(line.replace("python3 -m pip", "pip").replace(" --quiet", ""))
