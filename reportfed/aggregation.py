@@ -263,18 +263,19 @@ def merge(
 def update_norm(update: NodeUpdate, reference: GlobalState) -> float:
     """The L2 norm of ``update`` minus ``reference`` (the global model it trained from) over the
     shared block and the rows of the update's labels that ``reference`` has."""
-    return float(np.sqrt(sum(float(np.sum(d**2)) for d in _deltas(update, reference))))
+    mine, rows = _known_rows(update, reference)
+    squares = sum(float(np.sum((v - reference.shared[k]) ** 2)) for k, v in update.shared.items())
+    squares += sum(
+        float(np.sum((v[mine] - reference.task[k][rows]) ** 2)) for k, v in update.task.items()
+    )
+    return float(np.sqrt(squares))
 
 
-def _deltas(update: NodeUpdate, reference: GlobalState) -> list[np.ndarray]:
+def _known_rows(update: NodeUpdate, reference: GlobalState) -> tuple[list[int], np.ndarray]:
+    """The update's rows whose label ``reference`` has, and those labels' rows in ``reference``."""
     labels = list(update.labels)
-    known = [i for i, c in enumerate(labels) if c in reference.labels]
-    rows = reference.labels.indices([labels[i] for i in known])
-    out = [np.asarray(v, np.float64) - reference.shared[k] for k, v in update.shared.items()]
-    out += [
-        np.asarray(v, np.float64)[known] - reference.task[k][rows] for k, v in update.task.items()
-    ]
-    return out
+    mine = [i for i, c in enumerate(labels) if c in reference.labels]
+    return mine, reference.labels.indices([labels[i] for i in mine])
 
 
 def clip_update(update: NodeUpdate, reference: GlobalState, norm: float) -> NodeUpdate:
@@ -284,9 +285,7 @@ def clip_update(update: NodeUpdate, reference: GlobalState, norm: float) -> Node
     if size <= norm:
         return update
     scale = norm / size
-    labels = list(update.labels)
-    known = [i for i, c in enumerate(labels) if c in reference.labels]
-    rows = reference.labels.indices([labels[i] for i in known])
+    mine, rows = _known_rows(update, reference)
     shared = {
         k: (reference.shared[k] + scale * (v - reference.shared[k])).astype(v.dtype)
         for k, v in update.shared.items()
@@ -294,7 +293,7 @@ def clip_update(update: NodeUpdate, reference: GlobalState, norm: float) -> Node
     task = {}
     for k, v in update.task.items():
         clipped = np.array(v, copy=True)
-        clipped[known] = reference.task[k][rows] + scale * (v[known] - reference.task[k][rows])
+        clipped[mine] = reference.task[k][rows] + scale * (v[mine] - reference.task[k][rows])
         task[k] = clipped
     return replace(update, shared=shared, task=task)
 

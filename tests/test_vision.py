@@ -209,28 +209,35 @@ def test_combine_report_and_image_models_and_label_images_from_reports(
     np.testing.assert_array_equal(labelled.labels, reports.predict(val_texts))
 
 
-def test_image_federation_through_the_flower_strategy_with_fedbn(federation, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def serve_images(nodes: list[ImageNode], out: Path, **run: Any) -> Any:
+    """The ServerApp over the image ``nodes`` (DenseNet121 at 64 px, FedBN) through DirectGrid,
+    with ``run`` overriding the run config; returns the grid."""
     pytest.importorskip("flwr")
     from flwr.app import Context, RecordDict
 
     from reportfed.flower.client_app import app as client_app
     from reportfed.flower.server_app import app as server_app
-    from reportfed.model_file import read_model
 
     from .direct_grid import DirectGrid
     from .flower_nodes import run_config
 
-    nodes, _, _, _ = federation
-    run = run_config(modality="images", arch="densenet121", **{"image-size": 64}, rounds=4,
-                     lr=1e-3, **{"batch-size": 16}, norm="fedbn", **{"min-nodes": 3},
-                     **{"evaluate-every": 4}, out=str(tmp_path))  # fmt: skip
-    grid = DirectGrid(client_app, run)
+    config = run_config(modality="images", arch="densenet121", **{"image-size": 64}, lr=1e-3,
+                        **{"batch-size": 16}, norm="fedbn", **{"min-nodes": 3}, out=str(out),
+                        **run)  # fmt: skip
+    grid = DirectGrid(client_app, config)
     for k, node in enumerate(nodes):
         csv = node.table.paths[0].parent / "labels.csv"
         grid.add_node(10 + k, {"data": str(csv), "name": node.name, "val-fraction": 0.3})
-    server_app(
-        grid, Context(run_id=1, node_id=0, node_config={}, state=RecordDict(), run_config=run)
-    )
+    context = Context(run_id=1, node_id=0, node_config={}, state=RecordDict(), run_config=config)
+    server_app(grid, context)
+    return grid
+
+
+def test_image_federation_through_the_flower_strategy_with_fedbn(federation, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from reportfed.model_file import read_model
+
+    nodes, _, _, _ = federation
+    grid = serve_images(nodes, tmp_path, rounds=4, **{"evaluate-every": 4})
     model = read_model(tmp_path / "global.safetensors")
     assert model.granularity == "image" and model.architecture["image_size"] == 64
     assert model.provenance["federation"]["modality"] == "images"
@@ -247,33 +254,16 @@ def test_secure_image_federation_equals_the_plain_one(federation, tmp_path) -> N
     2 x 8 / 2**22 = 3.8e-6 per weight. Later rounds train from those weights, and Adam magnifies
     the difference (after two rounds up to 3.7e-3 on a DenseNet weight), as any perturbation of
     the weights would."""
-    pytest.importorskip("flwr")
-    from flwr.app import Context, RecordDict
-
-    from reportfed.flower.client_app import app as client_app
-    from reportfed.flower.server_app import app as server_app
     from reportfed.model_file import read_model
 
-    from .direct_grid import DirectGrid
-    from .flower_nodes import run_config
-
     nodes, _, _, _ = federation
-
-    def serve(out: Path, secure: bool) -> Any:
-        run = run_config(modality="images", arch="densenet121", **{"image-size": 64}, rounds=1,
-                         lr=1e-3, **{"batch-size": 16}, norm="fedbn", **{"min-nodes": 3},
-                         **{"evaluate-every": 0}, out=str(out),
-                         **{"secure-aggregation": secure})  # fmt: skip
-        grid = DirectGrid(client_app, run)
-        for k, node in enumerate(nodes):
-            csv = node.table.paths[0].parent / "labels.csv"
-            grid.add_node(10 + k, {"data": str(csv), "name": node.name, "val-fraction": 0.3})
-        context = Context(run_id=1, node_id=0, node_config={}, state=RecordDict(), run_config=run)
-        server_app(grid, context)
-        return read_model(out / "global.safetensors").state
-
-    plain, secure = serve(tmp_path / "plain", False), serve(tmp_path / "secure", True)
-    assert list(secure.labels) == list(plain.labels)
+    states = {}
+    for secure in (False, True):
+        out = tmp_path / str(secure)
+        serve_images(nodes, out, rounds=1, **{"evaluate-every": 0, "secure-aggregation": secure})
+        states[secure] = read_model(out / "global.safetensors").state
+    plain, masked = states[False], states[True]
+    assert list(masked.labels) == list(plain.labels)
     for block in ("shared", "task"):
         for key, value in getattr(plain, block).items():
-            np.testing.assert_allclose(getattr(secure, block)[key], value, atol=3.9e-6, rtol=0)
+            np.testing.assert_allclose(getattr(masked, block)[key], value, atol=3.9e-6, rtol=0)
