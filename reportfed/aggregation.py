@@ -120,6 +120,7 @@ def aggregate(
     *,
     weighting: Weighting = "uniform",
     on_invalid: OnInvalid = "raise",
+    clip_norm: float = 0.0,
 ) -> AggregationResult:
     """One round of surgical aggregation.
 
@@ -135,7 +136,12 @@ def aggregate(
     on_invalid:
         ``"raise"`` an :class:`InvalidUpdateError` naming the node, or ``"drop"`` that node's update
         and continue with the others (reasons in ``AggregationResult.rejected``).
+    clip_norm:
+        With ``clip_norm`` > 0, each valid update's change from ``previous`` is scaled down to
+        that L2 norm (:func:`clip_update`) before the merge.
     """
+    if clip_norm > 0 and previous is None:
+        raise ConfigError("clip_norm bounds the change from the previous state: give it")
     if weighting not in ("uniform", "samples"):
         raise ConfigError(f"weighting must be 'uniform' or 'samples', got {weighting!r}")
     if on_invalid not in ("raise", "drop"):
@@ -161,11 +167,15 @@ def aggregate(
     rejected: dict[str, str] = {}
     for u in sorted(updates, key=lambda u: u.node_id):
         try:
-            accepted.append((u, _validate(u, reference, weighting)))
+            space = _validate(u, reference, weighting)
         except InvalidUpdateError as exc:
             if on_invalid == "raise":
                 raise
             rejected[u.node_id] = exc.reason
+            continue
+        if clip_norm > 0 and previous is not None:
+            u = clip_update(replace(u, labels=space), previous, clip_norm)
+        accepted.append((u, space))
     if not accepted:
         raise NoValidUpdateError(rejected)
 
@@ -263,7 +273,7 @@ def merge(
 def update_norm(update: NodeUpdate, reference: GlobalState) -> float:
     """The L2 norm of ``update`` minus ``reference`` (the global model it trained from) over the
     shared block and the rows of the update's labels that ``reference`` has."""
-    mine, rows = _known_rows(update, reference)
+    mine, rows = known_rows(update, reference)
     squares = sum(float(np.sum((v - reference.shared[k]) ** 2)) for k, v in update.shared.items())
     squares += sum(
         float(np.sum((v[mine] - reference.task[k][rows]) ** 2)) for k, v in update.task.items()
@@ -271,8 +281,9 @@ def update_norm(update: NodeUpdate, reference: GlobalState) -> float:
     return float(np.sqrt(squares))
 
 
-def _known_rows(update: NodeUpdate, reference: GlobalState) -> tuple[list[int], np.ndarray]:
-    """The update's rows whose label ``reference`` has, and those labels' rows in ``reference``."""
+def known_rows(update: NodeUpdate, reference: GlobalState) -> tuple[list[int], np.ndarray]:
+    """The update's rows whose label ``reference`` has, and those labels' rows in
+    ``reference``."""
     labels = list(update.labels)
     mine = [i for i, c in enumerate(labels) if c in reference.labels]
     return mine, reference.labels.indices([labels[i] for i in mine])
@@ -285,7 +296,7 @@ def clip_update(update: NodeUpdate, reference: GlobalState, norm: float) -> Node
     if size <= norm:
         return update
     scale = norm / size
-    mine, rows = _known_rows(update, reference)
+    mine, rows = known_rows(update, reference)
     shared = {
         k: (reference.shared[k] + scale * (v - reference.shared[k])).astype(v.dtype)
         for k, v in update.shared.items()

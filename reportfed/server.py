@@ -8,11 +8,11 @@ aggregation: the server never sees one node's update), and returns the next glob
 
 1. fewer than ``min_nodes`` updates, or fewer than ``min_nodes`` that pass validation (with
    ``on_invalid="drop"``), leave the global state unchanged (e.g. Flower rounds where nodes died);
-2. with ``clip_norm`` > 0 each update's change is scaled down to that L2 norm; sums cannot be
-   clipped, so sums whose mean change exceeds the norm (a node that did not clip before masking)
-   leave the state unchanged;
-3. otherwise the updates are merged surgically (``weighting``, ``on_invalid``);
-4. the representation block then moves from the previous state towards the merge with the server
+2. otherwise the updates are merged surgically (``weighting``, ``on_invalid``; with ``clip_norm``
+   > 0 each valid update's change is scaled down to that L2 norm first). Sums cannot be clipped,
+   so sums whose mean change exceeds the norm (a node that did not clip before masking) leave
+   the state unchanged;
+3. the representation block then moves from the previous state towards the merge with the server
    optimizer: ``velocity <- server_momentum * velocity + (merged - previous)``, new shared block
    ``previous + server_lr * velocity`` (FedAvgM, Hsu et al. 2019). The task rows are taken as
    merged. ``server_momentum = 0`` and ``server_lr = 1`` (the defaults) are the papers' merge,
@@ -34,7 +34,6 @@ from reportfed.aggregation import (
     Sums,
     Weighting,
     aggregate,
-    clip_update,
     merge,
 )
 from reportfed.errors import ConfigError, NoValidUpdateError
@@ -165,14 +164,13 @@ class SurgicalServer:
             return self._step_sums(updates, list(nodes))
         if len(updates) < self.min_nodes:
             return self._unchanged([u.node_id for u in updates], {})
-        if self.options.clip_norm > 0:
-            updates = [clip_update(u, previous, self.options.clip_norm) for u in updates]
         try:
             merged = aggregate(
                 updates,
                 previous,
                 weighting=self.options.weighting,
                 on_invalid=self.options.on_invalid,
+                clip_norm=self.options.clip_norm,
             )
         except NoValidUpdateError as exc:  # on_invalid="drop" and every update invalid
             return self._unchanged([], exc.rejected)

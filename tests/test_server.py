@@ -43,6 +43,15 @@ def test_clip_norm_bounds_each_update_and_judges_sums_by_their_mean_change() -> 
     np.testing.assert_allclose(clipped.state.task["weight"], 0.5)
     assert update_norm(update("b", 4.0), state(0.0)) == pytest.approx(12.0)
 
+    # an update of the wrong shape is judged before it is clipped: dropped, not a crash
+    wrong = NodeUpdate("c", SPACE, {"w": np.ones(4)}, {"weight": np.ones((2, 3))})
+    options = ServerOptions(clip_norm=1.5, on_invalid="drop")
+    dropped = SurgicalServer(state(0.0), options).step([*updates, wrong])
+    assert (
+        dropped.accepted == ["a", "b"] and "differ from the federation's" in dropped.rejected["c"]
+    )
+    np.testing.assert_allclose(dropped.state.shared["w"], 0.5)
+
     def summed(value: float) -> Sums:  # two nodes, both with both labels, mean change ``value``
         s = state(2 * value)
         return Sums(SPACE, s.shared, s.task, 2.0, np.array([2.0, 2.0]))

@@ -52,12 +52,13 @@ class RunHistory:
 
     def evaluated(self, round_: int, metrics: dict[str, Any]) -> None:
         """Attach round ``round_``'s evaluation metrics to its entry."""
-        for entry in self.entries:
-            if entry["round"] == round_:
-                entry["evaluation"] = dict(metrics)
+        self._attach(round_, "evaluation", dict(metrics))
 
     def traffic(self, round_: int, by_node: dict[str, dict[str, int]]) -> None:
         """Attach round ``round_``'s bytes per node (``down`` to it, ``up`` from it)."""
+        self._attach(round_, "bytes", by_node)
+
+    def _attach(self, round_: int, key: str, value: Any) -> None:
         for entry in self.entries:
             if entry["round"] == round_:
-                entry["bytes"] = by_node
+                entry[key] = value

@@ -43,7 +43,14 @@ from flwr.common import (
 from flwr.common.secure_aggregation.secaggplus_constants import RECORD_KEY_CONFIGS
 from flwr.compat.common.recorddict_compat import fitres_to_recorddict
 
-from reportfed.aggregation import GlobalState, NodeUpdate, clip_update, flatten, unflatten
+from reportfed.aggregation import (
+    GlobalState,
+    NodeUpdate,
+    clip_update,
+    flatten,
+    known_rows,
+    unflatten,
+)
 from reportfed.config import RunSettings
 from reportfed.errors import ConfigError
 from reportfed.labels import LabelSpace
@@ -118,9 +125,8 @@ def masked_input(
     if clip > 0:
         update = clip_update(update, received, clip)
     union = LabelSpace.of([str(x) for x in cast(list[str], meta["union"])], allow_unknown=True)
-    own = [c for c in update.labels if c in union]
-    mine, theirs = [list(update.labels).index(c) for c in own], union.indices(own)
-    rows = received.labels.indices(own)
+    mine, rows = known_rows(update, received)  # the node received every label of its own
+    theirs = union.indices([received.labels[i] for i in rows])
     task = {}
     for key, value in update.task.items():
         padded = np.zeros((len(union), *value.shape[1:]), dtype=np.float64)
