@@ -21,9 +21,9 @@ import numpy as np
 
 from experiments.lockstep import Compute, Mode, run_federations
 from reportfed.aggregation import GlobalState
-from reportfed.config import FederationConfig
+from reportfed.config import PAPER, FederationConfig
 from reportfed.labels import LabelSpace
-from reportfed.metrics import f1_thresholds, label_metrics
+from reportfed.metrics import auroc, f1_thresholds, label_metrics
 from reportfed.model import predict_state
 from reportfed.report_node import Node
 from reportfed.sentences import Granularity
@@ -186,11 +186,15 @@ METHODS: dict[str, Method] = {
 
 @dataclass
 class Outcome:
-    """One method on one repeat: macro metrics and per-label metrics (label -> metric -> value)."""
+    """One method on one repeat: macro metrics, per-label metrics (label -> metric -> value) and,
+    for methods with a server round, the global model's macro AUROC on the test rows after each
+    round (``curve``) and the megabytes its nodes send and receive in one round."""
 
     seed: int
     metrics: dict[str, float]
     per_label: dict[str, dict[str, float]] = field(default_factory=dict)
+    curve: list[float] = field(default_factory=list)
+    round_megabytes: float = float("nan")
 
 
 def _targets(scenario: Scenario, site: SiteRows, rows: np.ndarray, method: Method) -> np.ndarray:
@@ -266,9 +270,9 @@ def run_method(
 ) -> list[Outcome]:
     """Train ``method`` on every scenario (seeded by the scenario's seed) with the lockstep
     engine computing as ``compute`` says (its defaults when not given), and evaluate it
-    (``config``: the paper's hyperparameters by default)."""
+    (``config``: the paper's, :data:`~reportfed.config.PAPER`, by default)."""
     scenarios = [s.at(method.granularity) for s in scenarios]
-    config = replace(config or FederationConfig(), **method.options)
+    config = replace(config or PAPER, **method.options)
     base = config
     if method.continuous:
         base = replace(config, rounds=1, local_epochs=config.rounds * config.local_epochs)
@@ -276,7 +280,7 @@ def run_method(
     federations = [method_nodes(s, method) for s in scenarios]
     results = run_federations(federations, configs, mode=method.mode, compute=compute or Compute())
     outcomes = []
-    for scenario, result in zip(scenarios, results, strict=True):
+    for scenario, result, federation in zip(scenarios, results, federations, strict=True):
         val_x = {s.name: scenario.site_x(s)[s.val] for s in scenario.sites}
         # thresholds come from what a site knows: its annotations (every label for "observed")
         known = method if method.missing == "observed" else replace(method, missing="masked")
@@ -297,5 +301,28 @@ def run_method(
                     np.concatenate(list(val_y.values()))[:, cols],
                 )
             ]
-        outcomes.append(_evaluate(scenario, models, config))
+        outcome = _evaluate(scenario, models, config)
+        if result.state is not None:  # a server round: the curve over rounds and its bytes
+            final = result.state
+            x_test = scenario.x[scenario.test]
+            y_test = scenario.y[np.ix_(scenario.test, scenario.labels.indices(final.labels))]
+            outcome.curve = [
+                float(np.nanmean(auroc(y_test, predict_state(s, x_test, config))))
+                for s in result.rounds
+            ]
+            outcome.round_megabytes = round_bytes(final, federation, config) / 1e6
+        outcomes.append(outcome)
     return outcomes
+
+
+def round_bytes(state: GlobalState, nodes: Sequence[Node], config: FederationConfig) -> int:
+    """Bytes of weights one round moves between the server and ``nodes`` (float32 arrays as
+    sent, before any framing): each node receives the shared block and its head's rows (every
+    label's with ``distill``) and sends the shared block and its own labels' rows."""
+    shared = sum(np.asarray(v).nbytes for v in state.shared.values())
+    row = sum(np.asarray(v)[0].nbytes for v in state.task.values())
+    total = 0
+    for node in nodes:
+        received = len(state.labels) if config.distill > 0 else len(node.labels)
+        total += 2 * shared + (received + len(node.labels)) * row
+    return total

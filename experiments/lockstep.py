@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from functools import partial
 from itertools import pairwise
 from typing import Literal
@@ -103,11 +103,13 @@ class Compute:
 @dataclass
 class LockstepResult:
     """One federation's outcome: the server's global model (``None`` in ``split``/``none`` modes),
-    every node's final weights over its own labels, and each round's mean training loss per node."""
+    every node's final weights over its own labels, each round's mean training loss per node,
+    and in ``surgical`` mode the global model after each round (``rounds[-1]`` is ``state``)."""
 
     state: GlobalState | None
     nodes: dict[str, GlobalState]
     loss: list[dict[str, float]]
+    rounds: list[GlobalState] = field(default_factory=list)
 
 
 @dataclass
@@ -635,17 +637,22 @@ class _Lockstep:
 
     def run(self) -> list[LockstepResult]:
         history: list[list[float]] = []
+        surgical = self.mode == "surgical"
+        states: list[list[GlobalState]] = [[] for _ in self.federations]
         for r in range(self.config.rounds):
             history.append(self._train_round(r))
             self._server()
+            for f, server in enumerate(self.servers if surgical else ()):
+                states[f].append(server.state)  # a step makes a new state: no copy needed
         out = []
         for f in range(len(self.federations)):
             members = self._members_of(f)
             out.append(
                 LockstepResult(
-                    state=self.servers[f].state if self.mode == "surgical" else None,
+                    state=self.servers[f].state if surgical else None,
                     nodes={n.name: self._own(k) for k, n in members},
                     loss=[{n.name: h[k] for k, n in members} for h in history],
+                    rounds=states[f],
                 )
             )
         return out

@@ -9,14 +9,14 @@ central baseline (``rounds * local_epochs`` epochs in one optimiser run).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
 from sklearn.base import clone
 
 from experiments.baselines import Scenario, SiteRows
-from reportfed.config import FederationConfig, check_fraction
+from reportfed.config import PAPER, FederationConfig, check_fraction
 from reportfed.data.partition import (
     dirichlet_rows,
     holdout,
@@ -40,7 +40,7 @@ class Protocol:
     alpha: float = 0.5
     test_fraction: float = 0.2
     val_fraction: float = 0.1
-    federation: FederationConfig = field(default_factory=FederationConfig)
+    federation: FederationConfig = PAPER
 
     def __post_init__(self) -> None:
         """Refuse a protocol no repeat can run (before any embedding or training)."""

@@ -13,6 +13,7 @@ setting (same seeds = same partitions).
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -38,14 +39,23 @@ from reportfed.sentences import Granularity
 RESULTS = Path("experiments") / "results"
 METRICS = ("paper_accuracy", "leakfree_accuracy", "auroc", "leakfree_f1", "prevalence_accuracy")
 REFERENCE = "surgical"
+#: what every method is paired with: the paper's method at the method's granularity
+REFERENCES: dict[Granularity, str] = {"report": REFERENCE, "sentence": "sentence"}
 COMPUTE = Compute(replay=True)
+
+
+def reference(method: Method) -> str:
+    """The arm a method's paired tests compare with: surgical aggregation with the paper's
+    settings, on the same granularity as the method."""
+    return REFERENCES[method.granularity]
 
 
 @dataclass(frozen=True)
 class Setting:
     """One arm of an experiment: a name, an x-axis value, a scenario builder (seed -> repeat), its
-    methods, the repeats of the baselines (``None``: the experiment's; surgical aggregation and
-    central always get the experiment's) and the embedder spec of its data."""
+    methods, the repeats of the baselines (``None``: the experiment's; the paper's method at
+    either granularity and central always get the experiment's) and the embedder spec of its
+    data."""
 
     name: str
     x: float
@@ -55,7 +65,7 @@ class Setting:
     embedder: str = "minilm"
 
     def repeats(self, method: str, default: int) -> int:
-        if method in (REFERENCE, "central"):
+        if method in (*REFERENCES.values(), "central", "central-sentence"):
             return default
         return self.baseline_repeats or default
 
@@ -78,6 +88,22 @@ def _write(path: Path, rows: list[dict[str, object]]) -> None:
     atomic_write(path, lambda tmp: frame.to_csv(tmp, index=False))
 
 
+_KINDS = ("", "-labels", "-rounds")  #: the result files of an experiment: runs, labels, rounds
+
+
+def _paths(name: str, out_dir: Path) -> dict[str, Path]:
+    return {kind: out_dir / f"{name}{kind}.csv" for kind in _KINDS}
+
+
+def stored(name: str, out_dir: Path = RESULTS) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """The runs, per-label rows and per-round rows stored for experiment ``name`` (empty frames
+    where there are none)."""
+    frames = [
+        pd.read_csv(p) if p.exists() else pd.DataFrame() for p in _paths(name, out_dir).values()
+    ]
+    return frames[0], frames[1], frames[2]
+
+
 def run(
     name: str,
     settings: Sequence[Setting],
@@ -85,16 +111,17 @@ def run(
     *,
     config: FederationConfig | None = None,
     out_dir: Path = RESULTS,
-    batch: int = 5,
+    batch: int = 4,
     methods: Mapping[str, Method] = METHODS,
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Run every (setting, method, seed) not stored yet; return all runs and per-label rows.
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Run every (setting, method, seed) not stored yet; return all runs, per-label rows and
+    per-round rows (the global model's test AUROC after each round, methods with a server).
 
-    Method names resolve in ``methods`` (the baselines by default)."""
+    Method names resolve in ``methods`` (the baselines by default). A run's ``seconds`` is its
+    batch's wall time over the batch's runs (``batch`` seeds train at once, on every core)."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    path, label_path = out_dir / f"{name}.csv", out_dir / f"{name}-labels.csv"
-    rows = pd.read_csv(path).to_dict("records") if path.exists() else []
-    label_rows = pd.read_csv(label_path).to_dict("records") if label_path.exists() else []
+    paths = _paths(name, out_dir)
+    rows, label_rows, round_rows = (frame.to_dict("records") for frame in stored(name, out_dir))
     done = {(r["setting"], r["method"], int(r["seed"])) for r in rows}
     todo = [
         (s, m, [seed for seed in range(s.repeats(m, repeats)) if (s.name, m, seed) not in done])
@@ -108,7 +135,9 @@ def run(
             for start in range(0, len(seeds), batch):
                 chunk = seeds[start : start + batch]
                 scenarios = [setting.scenario(seed) for seed in chunk]
+                began = time.perf_counter()
                 outcomes = run_method(scenarios, methods[method], config, COMPUTE)
+                seconds = (time.perf_counter() - began) / len(chunk)
                 for o in outcomes:
                     key = {
                         "setting": setting.name,
@@ -116,12 +145,23 @@ def run(
                         "method": method,
                         "seed": o.seed,
                     }
-                    rows.append({**key, **o.metrics, "embedder": iu_data(setting.embedder)[3]})
+                    rows.append(
+                        {
+                            **key,
+                            **o.metrics,
+                            "embedder": iu_data(setting.embedder)[3],
+                            "seconds": seconds,
+                            "round_megabytes": o.round_megabytes,
+                        }
+                    )
                     label_rows += [{**key, "label": label, **m} for label, m in o.per_label.items()]
-                _write(path, rows)
-                _write(label_path, label_rows)
+                    round_rows += [
+                        {**key, "round": r, "auroc": a} for r, a in enumerate(o.curve, start=1)
+                    ]
+                for kind, records in (("", rows), ("-labels", label_rows), ("-rounds", round_rows)):
+                    _write(paths[kind], records)
                 bar.update(len(chunk))
-    return pd.DataFrame(rows), pd.DataFrame(label_rows)
+    return pd.DataFrame(rows), pd.DataFrame(label_rows), pd.DataFrame(round_rows)
 
 
 def _bootstrap_ci(
@@ -131,27 +171,31 @@ def _bootstrap_ci(
     return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
 
 
-def summarize(runs: pd.DataFrame, settings: Sequence[Setting]) -> pd.DataFrame:
+def summarize(
+    runs: pd.DataFrame, settings: Sequence[Setting], methods: Mapping[str, Method] = METHODS
+) -> pd.DataFrame:
     """Mean, SD and bootstrap CI per setting, method and metric; paired t-test p-value of each
-    method against surgical aggregation on the same setting and seeds."""
+    method against the paper's method at its granularity (:func:`reference`) on the same setting
+    and seeds (``methods`` resolves the names)."""
     rng = np.random.default_rng(0)
     out = []
     for s in settings:
         here = runs[runs["setting"] == s.name]
-        ref = here[here["method"] == REFERENCE].set_index("seed")
         for method in s.methods:
             sub = here[here["method"] == method].set_index("seed").sort_index()
             if sub.empty:
                 continue
+            paired = reference(methods[method])
+            ref = here[here["method"] == paired].set_index("seed")
             row: dict[str, object] = {"setting": s.name, "x": s.x, "method": method}
-            row["repeats"] = len(sub)
+            row["repeats"], row["reference"] = len(sub), paired
             for m in METRICS:
                 v = sub[m].to_numpy(float)
                 lo, hi = _bootstrap_ci(v, rng)
                 row[f"{m}_mean"], row[f"{m}_sd"] = v.mean(), v.std(ddof=1) if len(v) > 1 else 0.0
                 row[f"{m}_ci"] = f"[{100 * lo:.2f}, {100 * hi:.2f}]"
                 common = sub.index.intersection(ref.index)
-                if method != REFERENCE and len(common) > 1:
+                if method != paired and len(common) > 1:
                     diff = sub.loc[common, m] - ref.loc[common, m]
                     row[f"{m}_p"] = (
                         1.0
@@ -170,7 +214,7 @@ def markdown(summary: pd.DataFrame, title: str, notes: str = "") -> str:
         notes,
         "",
         "| setting | method | n | paper acc. | 95% CI | leak-free acc. | macro AUROC | leak-free F1 "
-        "| prevalence acc. | p (paper acc. vs surgical) | p (AUROC vs surgical) |",
+        "| prevalence acc. | p (paper acc. vs paper's method) | p (AUROC vs paper's method) |",
         "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for _, r in summary.iterrows():

@@ -12,7 +12,7 @@ from reportfed import schema
 from reportfed.cli import run
 from reportfed.cli.options import Parser, check_outputs, say
 from reportfed.cli.train import add_training_options, save_labeler, training_labeler
-from reportfed.config import FederationConfig
+from reportfed.config import PAPER_SETTINGS, FederationConfig
 from reportfed.errors import ReportfedError
 from reportfed.labels import CHEXPERT_13, CHEXPERT_14
 
@@ -67,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="share of each site's training rows held out to choose thresholds, in [0, 1)",
     )
     add_training_options(p)
-    p.set_defaults(func=cmd_simulate)
+    p.set_defaults(func=cmd_simulate, **PAPER_SETTINGS)  # the papers' protocol, their settings
     return p
 
 

@@ -35,7 +35,18 @@ import numpy as np
 import pandas as pd
 
 from experiments import EXPERIMENTS
-from experiments.baselines import METHODS, Method, Scenario
+from experiments.baselines import METHODS, Scenario
+from experiments.beyond import (
+    CENTRALS,
+    SENTENCE_VARIANTS,
+    SWEEP,
+    VARIANTS,
+    cost_table,
+    curve_plot,
+    defaults_table,
+    f1_table,
+    sweep_plot,
+)
 from experiments.protocol import Protocol, scenario
 from experiments.runner import (
     REFERENCE,
@@ -48,69 +59,15 @@ from experiments.runner import (
     plot,
     repeats_default,
     run,
+    stored,
     summarize,
 )
 from experiments.sources import mpnet_path, negbio_csv
-from reportfed.config import FederationConfig
+from reportfed.config import PAPER, FederationConfig
 from reportfed.data.iu import load_negbio
 from reportfed.io import atomic_write
 from reportfed.labels import CHEXPERT_13, LabelSpace, canonical
 
-#: Beyond the paper: engine options on top of surgical aggregation (same splits, paired tests).
-VARIANTS = {
-    m.name: m
-    for m in (
-        Method(
-            "epochs=5",
-            "surgical, 5 local epochs per round",
-            "surgical",
-            options={"local_epochs": 5},
-        ),
-        Method("distill=1", "surgical + knowledge transfer", "surgical", options={"distill": 1.0}),
-        Method(
-            "epochs=5+distill=1",
-            "surgical, 5 local epochs + knowledge transfer",
-            "surgical",
-            options={"local_epochs": 5, "distill": 1.0},
-        ),
-        Method(
-            "balance",
-            "surgical, positives weighted by negatives/positives",
-            "surgical",
-            options={"balance": True},
-        ),
-        Method(
-            "epochs=5+balance",
-            "surgical, 5 local epochs, positive-class weighting",
-            "surgical",
-            options={"local_epochs": 5, "balance": True},
-        ),
-        Method(
-            "epochs=5+skip",
-            "surgical, 5 local epochs, linear input term in the head",
-            "surgical",
-            options={"local_epochs": 5, "skip": True},
-        ),
-        Method(
-            "epochs=5+balance+momentum=0.9",
-            "surgical, 5 local epochs, positive-class weighting, server momentum 0.9",
-            "surgical",
-            options={"local_epochs": 5, "balance": True, "server_momentum": 0.9},
-        ),
-        Method(
-            "epochs=20+distill=1+balance",
-            "surgical, 20 local epochs, knowledge transfer, positive-class weighting",
-            "surgical",
-            options={"local_epochs": 20, "distill": 1.0, "balance": True},
-        ),
-        Method(
-            "epochs=20+distill=1+balance+prox=0.01",
-            "surgical, 20 local epochs, knowledge transfer, positive-class weighting, FedProx 0.01",
-            "surgical",
-            options={"local_epochs": 20, "distill": 1.0, "balance": True, "prox": 0.01},
-        ),
-    )
-}
 #: Shah et al. (MIDL 2025), private radiologist labels: paper accuracy (%).
 PAPER_NODES = {1.0: 91.67, 2.0: 89.98, 10.0: 74.73}
 PAPER_SHARED = (90.19, 90.89)  #: its range over the IID shared-label sweep
@@ -136,7 +93,8 @@ def notes(config: FederationConfig, repeats: int) -> str:
         f"aggregation; central and site-alone baselines train {epochs} epochs. Seeds "
         f"0..{repeats - 1}; a seed fixes the split, the partition and the training, so every "
         "method of a setting sees the same partitions (paired tests). p: paired t-test against "
-        "surgical aggregation on the same setting."
+        "the paper's method at the same granularity on the same setting: surgical aggregation "
+        "of whole-report embeddings ('surgical') or of sentence embeddings ('sentence')."
     )
 
 
@@ -390,12 +348,20 @@ def settings_for(name: str, embedders: Sequence[str]) -> tuple[list[Setting], st
             "fraction N of each site's training rows (K=2)",
         )
     if name == "beyond":
+        every = (REFERENCE, *VARIANTS, "central", "local", "sentence", *SENTENCE_VARIANTS)
+        every += ("central-sentence",)
         return (
             [
-                Setting(f"K={k}", k, _iid(n_nodes=k), (REFERENCE, *VARIANTS, "central", "local"))
-                for k in (10, 2)  # the headline setting first
+                Setting(
+                    f"K={k}", k, _iid(n_nodes=k, sentences=True), every if k in (2, 10) else SWEEP
+                )
+                for k in (10, 2, 4, 6, 8)  # the headline setting first
+            ]
+            + [
+                Setting(f"K=10 shared={n}", 10, _iid(n_nodes=10, n_shared=n, sentences=True), SWEEP)
+                for n in (2, 4)
             ],
-            "",
+            "",  # beyond plots its K sweep itself (both granularities)
         )
     if name == "sentence":
         arms = (REFERENCE, "sentence", "central", "central-sentence")
@@ -404,6 +370,27 @@ def settings_for(name: str, embedders: Sequence[str]) -> tuple[list[Setting], st
             "",
         )
     raise SystemExit(f"unknown experiment {name!r}: choose one of {', '.join(EXPERIMENTS)}")
+
+
+def beyond_tables(
+    runs: pd.DataFrame,
+    labels: pd.DataFrame,
+    rounds: pd.DataFrame,
+    summary: pd.DataFrame,
+    out: Path,
+    tag: str,
+) -> str:
+    """The beyond experiment's cost and F1 tables (K=10 and K=2), its K sweep plot and its
+    AUROC-per-round plot at K=10."""
+    text = "\n" + defaults_table(summary, rounds)
+    for setting in ("K=10", "K=2"):
+        text += "\n" + cost_table(runs, rounds, setting)
+        text += "\n" + f1_table(labels, setting, [*SWEEP, *CENTRALS.values()])
+    sweep_plot(summary, out / f"{tag}-sweep.png")
+    curve_plot(rounds, "K=10", out / f"{tag}-rounds.png")
+    return (
+        text + f"\nPlots: `{tag}-sweep.png` (the K sweep), `{tag}-rounds.png` (AUROC per round).\n"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -429,6 +416,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         default=[],
         help="extra embedder spec for 'embeddings' (e.g. hf:/models/Bio_ClinicalBERT); repeatable",
     )
+    parser.add_argument(
+        "--tables-only",
+        action="store_true",
+        help="write the tables and plots from the runs stored in --out, training nothing "
+        "(a long sweep's partial results)",
+    )
     args = parser.parse_args(argv)
     settings, xlabel = settings_for(args.name, args.embedder)
     repeats = repeats_default(args.quick, args.repeats)
@@ -437,14 +430,20 @@ def main(argv: Sequence[str] | None = None) -> None:
             replace(s, baseline_repeats=min(s.baseline_repeats or repeats, repeats))
             for s in settings
         ]
-    config = FederationConfig(rounds=5) if args.quick else FederationConfig()
+    config = replace(PAPER, rounds=5) if args.quick else PAPER
     tag = f"{args.name}-quick" if args.quick else args.name
     out = Path(args.out)
     print(f"results: {out.resolve()}", file=sys.stderr, flush=True)
-    runs, labels = run(
-        tag, settings, repeats, config=config, methods={**METHODS, **VARIANTS}, out_dir=out
-    )
-    summary = summarize(runs, settings)
+    methods = {**METHODS, **VARIANTS, **SENTENCE_VARIANTS}
+    if args.tables_only:
+        runs, labels, rounds = stored(tag, out)
+        if runs.empty:
+            raise SystemExit(f"no runs of {tag!r} stored in {out}")
+    else:
+        runs, labels, rounds = run(
+            tag, settings, repeats, config=config, methods=methods, out_dir=out
+        )
+    summary = summarize(runs, settings, methods)
     text_notes = notes(config, repeats)
     if args.name == "paper":
         text_notes += "\n\nPaper (Shah et al., MIDL 2025, private radiologist labels): central 91.67%, K=2 89.98%, K=10 74.73%."
@@ -457,12 +456,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     focus = max(
         settings, key=lambda s: len(s.methods)
     ).name  # per-label detail where most methods ran
-    methods = [m for m in dict.fromkeys(m for s in settings for m in s.methods)]
-    text += "\n" + label_table(labels, focus, methods)
+    arms = [m for m in dict.fromkeys(m for s in settings for m in s.methods)]
+    if args.name == "beyond":
+        text += beyond_tables(runs, labels, rounds, summary, out, tag)
+        arms = [*SWEEP, *CENTRALS.values()]
+    text += "\n" + label_table(labels, focus, arms)
     if args.name == "vocab":
         text += "\n" + vocab_merge_table(labels)
     atomic_write(out / f"{tag}.md", text.encode())
-    label_plot(labels, focus, methods, out / f"{tag}-labels.png")
+    label_plot(labels, focus, arms, out / f"{tag}-labels.png")
     central = summary[summary["method"] == "central"]
     if xlabel:
         for prefix in sorted({s.name.split(" ")[0] for s in settings if " " in s.name}) or [""]:

@@ -29,11 +29,13 @@ def check_fraction(name: str, value: float) -> None:
 
 @dataclass(frozen=True)
 class FederationConfig(ServerOptions):
-    """Hyperparameters of a federated run (defaults: the paper's code): the model's architecture
-    (``hidden``, ``dropout``, ``skip``; what a model file keeps), the nodes' local training, the
-    server's rules (:class:`~reportfed.server.ServerOptions`) and the run (``rounds``, ``seed``).
+    """Hyperparameters of a federated run: the model's architecture (``hidden``, ``dropout``,
+    ``skip``; what a model file keeps), the nodes' local training, the server's rules
+    (:class:`~reportfed.server.ServerOptions`) and the run (``rounds``, ``seed``).
 
-    Beyond the paper, all off by default: ``distill`` > 0 is knowledge transfer for the labels a
+    The defaults are the product's, chosen by the ``beyond`` experiment (docs/experiments.md,
+    "The product's defaults"); :data:`PAPER` is the paper's code. Beyond the paper (the product
+    turns on the first two): ``distill`` > 0 is knowledge transfer for the labels a
     node does not annotate (the node receives the whole global model, and its loss adds
     ``distill`` x the BCE between its outputs and the global model's predictions at the start of
     the round; it still sends back only its own labels' rows). ``balance`` weighs each positive of
@@ -127,6 +129,11 @@ class NodeSettings(SiteSettings):
     )
     layout: str = setting("table", "image nodes: table, nih or mimic")
 
+
+#: The paper's settings where the product's defaults differ (Shah et al.: 20 rounds of one local
+#: epoch, no knowledge transfer, no class weighting): what the paper reproductions train with.
+PAPER_SETTINGS: dict[str, object] = {"local_epochs": 1, "distill": 0.0, "balance": False}
+PAPER = FederationConfig(**PAPER_SETTINGS)  # type: ignore[arg-type]
 
 #: What a Flower run fixes among the hyperparameters: an invalid update (NaN, wrong shape) is
 #: dropped, since one hospital's fault must not end a federation (``SurgicalAggregation`` always

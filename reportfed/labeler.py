@@ -559,27 +559,31 @@ def _check_embeddings(x: np.ndarray, granularity: Granularity) -> None:
         )
 
 
-#: binary cross-entropy of a model that says 0.5 everywhere
-CHANCE_LOSS = math.log(2)
+def chance_loss(config: FederationConfig) -> float:
+    """At least the training loss of a model that says 0.5 everywhere: the binary cross-entropy
+    ln 2 per annotated entry (at most twice that with ``balance``, where a positive weighs its
+    label's negatives/positives: the weights of a label's entries average to at most 2), plus
+    ``distill`` x ln 2 for the soft targets."""
+    return math.log(2) * ((2 if config.balance else 1) + config.distill)
 
 
 def _warn_if_untrained(
     losses: dict[str, float], thresholds: np.ndarray, labels: LabelSpace, config: FederationConfig
 ) -> None:
     """Warn when training ran but did not learn: a node's final training loss no better than a
-    coin flip (skipped with ``balance``, whose positive weights change the loss scale), or
-    validation scores saturated at 0 or 1 (a threshold at the end of the range)."""
-    if not config.balance:
-        stuck = {n: v for n, v in losses.items() if not v < CHANCE_LOSS}
-        if stuck:
-            worst = max(stuck, key=lambda n: stuck[n])
-            warnings.warn(
-                f"training did not converge: the final training loss of node {worst!r} is "
-                f"{stuck[worst]:.3g}, no better than a coin flip ({CHANCE_LOSS:.3f}); the "
-                f"learning rate {config.lr:g} is likely too high",
-                ReportfedWarning,
-                stacklevel=3,
-            )
+    coin flip's (:func:`chance_loss`), or validation scores saturated at 0 or 1 (a threshold at
+    the end of the range)."""
+    chance = chance_loss(config)
+    stuck = {n: v for n, v in losses.items() if not v < chance}
+    if stuck:
+        worst = max(stuck, key=lambda n: stuck[n])
+        warnings.warn(
+            f"training did not converge: the final training loss of node {worst!r} is "
+            f"{stuck[worst]:.3g}, no better than a coin flip ({chance:.3f}); the learning rate "
+            f"{config.lr:g} is likely too high",
+            ReportfedWarning,
+            stacklevel=3,
+        )
     saturated = [n for n, t in zip(labels, thresholds, strict=True) if not 0 < t < 1]
     if saturated:
         warnings.warn(

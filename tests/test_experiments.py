@@ -1,3 +1,6 @@
+from dataclasses import replace
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -6,11 +9,11 @@ from scipy import stats
 from experiments import runner
 from experiments.protocol import Protocol, scenario
 from experiments.runner import Setting, label_plot, label_table, markdown, plot, run, summarize
-from reportfed.config import FederationConfig
+from reportfed.config import PAPER
 
 from .synthetic import synthetic
 
-FAST = FederationConfig(rounds=2, hidden=(16,))
+FAST = replace(PAPER, rounds=2, hidden=(16,))  #: the experiments train with the paper's settings
 X, Y, SPACE = synthetic(n=300)
 BUILT: list[int] = []
 
@@ -31,10 +34,10 @@ SETTINGS = [
 
 def test_sweeps_resume_and_summarise(tmp_path, monkeypatch) -> None:
     monkeypatch.setattr(runner, "iu_data", lambda embedder: (None, None, None, "synthetic", None))
-    runs, labels = run("demo", SETTINGS, 2, config=FAST, out_dir=tmp_path)
+    runs, labels, rounds = run("demo", SETTINGS, 2, config=FAST, out_dir=tmp_path)
     assert len(runs) == 2 + 2 * 3 and set(labels["label"]) == set(SPACE)
     BUILT.clear()
-    runs, labels = run("demo", SETTINGS, 3, config=FAST, out_dir=tmp_path)
+    runs, labels, rounds = run("demo", SETTINGS, 3, config=FAST, out_dir=tmp_path)
     assert sorted(BUILT) == [2, 2]  # only seed 2 of central and of surgical are new
     stored = pd.read_csv(tmp_path / "demo.csv")
     assert sorted(zip(stored["setting"], stored["method"], stored["seed"], strict=True)) == sorted(
@@ -45,6 +48,21 @@ def test_sweeps_resume_and_summarise(tmp_path, monkeypatch) -> None:
     BUILT.clear()
     run("demo", SETTINGS, 3, config=FAST, out_dir=tmp_path)
     assert BUILT == []  # nothing left to run
+    assert (runs["seconds"] > 0).all()
+
+    # methods with a server round: the global model's AUROC after every round, the last one the
+    # run's macro AUROC, and the weights a round moves (methods without one have neither)
+    served = runs[runs.method.isin(["surgical", "fl-zero-fill"])].set_index(["method", "seed"])
+    curves = rounds.set_index(["method", "seed", "round"])["auroc"]
+    assert len(rounds) == FAST.rounds * len(served)
+    for (method, seed), row in served.iterrows():
+        assert curves[method, seed, FAST.rounds] == pytest.approx(row["auroc"], abs=1e-9)
+    shared = X.shape[1] * 16 + 16  # the one hidden layer's weights and biases
+    # surgical: each of the two sites receives and sends the shared block and its own label rows
+    assert served.loc["surgical", "round_megabytes"].to_numpy() == pytest.approx(
+        4 * (2 * 2 * shared + 2 * len(SPACE) * 17) / 1e6
+    )
+    assert runs[runs.method.isin(["central", "local"])]["round_megabytes"].isna().all()
 
     summary = summarize(runs, SETTINGS)
     here = runs[runs.setting == "K=2"]
@@ -82,7 +100,77 @@ def test_the_experiment_runner_refuses_an_unknown_experiment(capsys) -> None:  #
 def test_the_notes_state_the_rounds_and_seeds_that_ran() -> None:
     from experiments.suite import notes
 
-    quick = notes(FederationConfig(rounds=5), 3)
+    quick = notes(replace(PAPER, rounds=5), 3)  # what --quick trains with
     assert "5 rounds x 1 local epoch" in quick and "train 5 epochs" in quick
     assert "Seeds 0..2" in quick and "20 rounds" not in quick
-    assert "20 rounds x 1 local epoch" in notes(FederationConfig(), 20)
+    assert "20 rounds x 1 local epoch" in notes(PAPER, 20)
+
+
+def test_each_method_is_paired_with_the_papers_method_at_its_granularity() -> None:
+    from experiments.suite import SENTENCE_VARIANTS, VARIANTS
+
+    rng = np.random.default_rng(0)
+    arms = ("surgical", "epochs=5", "sentence", "sentence+epochs=5")
+    runs = pd.DataFrame(
+        [
+            {"setting": "K=2", "x": 2, "method": m, "seed": seed}
+            | {metric: rng.uniform(0.6, 0.9) for metric in runner.METRICS}
+            for m in arms
+            for seed in range(5)
+        ]
+    )
+    methods = {**runner.METHODS, **VARIANTS, **SENTENCE_VARIANTS}
+    summary = summarize(runs, [Setting("K=2", 2, build(2), arms)], methods).set_index("method")
+    for method, paired in (("epochs=5", "surgical"), ("sentence+epochs=5", "sentence")):
+        mine, theirs = (
+            runs[runs.method == m].sort_values("seed")["auroc"] for m in (method, paired)
+        )
+        assert summary.loc[method, "reference"] == paired
+        assert summary.loc[method, "auroc_p"] == pytest.approx(stats.ttest_rel(mine, theirs).pvalue)
+    assert pd.isna(summary.loc["sentence", "auroc_p"])  # a reference is not tested against itself
+
+
+def test_rounds_to_a_target_and_the_cost_table() -> None:
+    from experiments.beyond import cost_table, first_round
+
+    curve = pd.Series([0.80, 0.91, 0.89, 0.96], index=[1, 2, 3, 4])
+    assert first_round(curve, 0.90) == 2 and first_round(curve, 0.95) == 4
+    assert np.isnan(first_round(curve, 0.97))
+    runs = pd.DataFrame(
+        [
+            {
+                "setting": "K=2",
+                "method": "epochs=5",
+                "seed": s,
+                "seconds": 3.0,
+                "round_megabytes": 2.0,
+            }
+            for s in (0, 1)
+        ]
+    )
+    rounds = pd.DataFrame(
+        [
+            {"setting": "K=2", "method": "epochs=5", "seed": s, "round": r, "auroc": a}
+            for s, values in ((0, (0.91, 0.96)), (1, (0.85, 0.92)))
+            for r, a in enumerate(values, 1)
+        ]
+    )
+    row = cost_table(runs, rounds, "K=2").splitlines()[-1]
+    # 0.90 reached in rounds 1 and 2 (median 1.5, 3 MB); 0.95 by seed 0 only, in round 2
+    assert row == "| epochs=5 | 2 | 3 | 5 | 2.00 | 1.5 (2/2) | 3 | 2 (1/2) | 4 |"
+
+
+def test_the_committed_beyond_tables_are_what_its_committed_runs_give(tmp_path) -> None:
+    """``python -m experiments beyond --tables-only`` rebuilds the committed tables and plots
+    from the committed runs, training nothing."""
+    import shutil
+
+    from experiments.suite import main
+
+    committed = Path(__file__).resolve().parents[1] / "experiments" / "results"
+    for kind in ("", "-labels", "-rounds"):
+        shutil.copy(committed / f"beyond{kind}.csv", tmp_path)
+    main(["beyond", "--tables-only", "--out", str(tmp_path)])
+    assert (tmp_path / "beyond.md").read_text() == (committed / "beyond.md").read_text()
+    for png in ("beyond-sweep.png", "beyond-rounds.png", "beyond-labels.png"):
+        assert (tmp_path / png).read_bytes()[:4] == b"\x89PNG"

@@ -61,6 +61,16 @@ def test_a_hospital_key_pair_is_made_once_and_only_registered_over_tls(
     assert "label" in capsys.readouterr().err
 
 
+def test_differential_privacy_with_knowledge_transfer_is_refused_in_one_line(
+    tmp_path: Path, capsys
+) -> None:  # type: ignore[no-untyped-def]
+    run = ["federation", "run", "--superlink", "127.0.0.1:1", "--insecure", "--out", str(tmp_path)]
+    assert main([*run, "--dp-noise", "0.5"]) == 2  # knowledge transfer is on by default
+    err = capsys.readouterr().err
+    assert err.startswith("reportfed: error: dp-noise needs distill = 0") and err.count("\n") == 1
+    assert "add --distill 0" in err
+
+
 def test_a_port_already_in_use_is_refused_in_one_line(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     data = tmp_path / "site.csv"
     data.write_text("Reports,Cardiomegaly\nHeart is enlarged.,1\n")

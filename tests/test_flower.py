@@ -91,9 +91,11 @@ def test_flower_strategy_equals_in_process_engine_and_sends_only_own_rows(
     tables: dict[str, Path], embeddings_cache: Path
 ) -> None:
     grid = grid_with(tables, embeddings_cache)
-    strategy, states = run_strategy(grid, 3, evaluate_every=1)
+    # the paper's method: without knowledge transfer (on by default) a node gets only its rows
+    paper = replace(CONFIG, distill=0.0)
+    strategy, states = run_strategy(grid, 3, config=paper, evaluate_every=1)
     assert list(states[-1].labels) == UNION  # "Effusion" merged into "Pleural Effusion"
-    assert_same(states[-1], engine_state(tables, embeddings_cache, "abc", 3))
+    assert_same(states[-1], engine_state(tables, embeddings_cache, "abc", 3, distill=0.0))
     train = [m for m in grid.sent if m.metadata.message_type == "train"]
     assert len(train) == 9
     # one exchange per round: each model is evaluated with the next round's train message,
@@ -272,8 +274,8 @@ def test_differential_privacy_clips_and_noises_through_flowers_wrapper(
                                      run_config=rc))  # fmt: skip
         return ReportLabeler.load(out / server_app.MODEL_FILE, progress=False)
 
-    plain = serve(tmp_path / "plain")
-    private = serve(tmp_path / "dp", **{"dp-noise": 0.5, "dp-clip": 0.1})
+    plain = serve(tmp_path / "plain", distill=0.0)  # DP needs it off (refused otherwise)
+    private = serve(tmp_path / "dp", distill=0.0, **{"dp-noise": 0.5, "dp-clip": 0.1})
     assert list(private.classes_) == list(plain.classes_)
     start = initial_state(384, plain.state_.labels, CONFIG)
     moved = np.linalg.norm(private.state_.shared["0.weight"] - start.shared["0.weight"])

@@ -165,11 +165,11 @@ def node_config(args: argparse.Namespace) -> dict[str, schema.Scalar]:
 
 def _run_config(args: argparse.Namespace) -> dict[str, schema.Scalar]:
     """The run config of ``flwr run``: the hyperparameters and the run settings, from the flags."""
-    from reportfed.flower.secure import check
+    from reportfed.flower.run_checks import check_run
 
     settings = schema.from_args(RunSettings, args, out=str(Path(args.out).resolve()))
     config = schema.from_args(FederationConfig, args)
-    check(config, settings)  # here, not in the server's log
+    check_run(config, settings)  # here, not in the server's log
     return {**schema.encode(config), **schema.encode(settings)}
 
 

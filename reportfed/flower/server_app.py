@@ -29,9 +29,9 @@ from reportfed.aggregation import Arrays, GlobalState
 from reportfed.calibration import IDENTITY
 from reportfed.config import FLOWER_DEFAULTS, RunSettings
 from reportfed.errors import ConfigError
-from reportfed.flower import secure
 from reportfed.flower.exchange import Traffic, run_on_grid
 from reportfed.flower.history import RunHistory
+from reportfed.flower.run_checks import check_run
 from reportfed.flower.secure_round import SecureAggregation
 from reportfed.flower.strategy import SurgicalAggregation
 from reportfed.flower.wire import config_record
@@ -108,7 +108,7 @@ def main(grid: Grid, context: Context) -> None:
             raise ConfigError(
                 f"a Flower run has {schema.dashed(name)} = {value!r} (got {getattr(config, name)!r})"
             )
-    secure.check(config, settings)
+    check_run(config, settings)
     out = Path(settings.out).expanduser().resolve()
     out.mkdir(parents=True, exist_ok=True)
 

@@ -1,0 +1,296 @@
+"""The ``beyond`` experiment's arms and its extra tables and plots: engine options beyond the
+paper at both granularities, what they cost (wall time, bytes, rounds to a target AUROC), the
+K sweep, and per-label F1 beside published IU results.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from experiments.baselines import Method
+from experiments.runner import REFERENCE, REFERENCES
+from reportfed.io import atomic_write
+
+#: Beyond the paper: engine options on top of surgical aggregation (same splits, paired tests).
+VARIANTS = {
+    m.name: m
+    for m in (
+        Method(
+            "epochs=5",
+            "surgical, 5 local epochs per round",
+            "surgical",
+            options={"local_epochs": 5},
+        ),
+        Method("distill=1", "surgical + knowledge transfer", "surgical", options={"distill": 1.0}),
+        Method(
+            "epochs=5+distill=1",
+            "surgical, 5 local epochs + knowledge transfer",
+            "surgical",
+            options={"local_epochs": 5, "distill": 1.0},
+        ),
+        Method(
+            "balance",
+            "surgical, positives weighted by negatives/positives",
+            "surgical",
+            options={"balance": True},
+        ),
+        Method(
+            "epochs=5+balance",
+            "surgical, 5 local epochs, positive-class weighting",
+            "surgical",
+            options={"local_epochs": 5, "balance": True},
+        ),
+        Method(
+            "epochs=5+skip",
+            "surgical, 5 local epochs, linear input term in the head",
+            "surgical",
+            options={"local_epochs": 5, "skip": True},
+        ),
+        Method(
+            "epochs=5+balance+momentum=0.9",
+            "surgical, 5 local epochs, positive-class weighting, server momentum 0.9",
+            "surgical",
+            options={"local_epochs": 5, "balance": True, "server_momentum": 0.9},
+        ),
+        Method(
+            "epochs=20",
+            "surgical, 20 local epochs per round",
+            "surgical",
+            options={"local_epochs": 20},
+        ),
+        Method(
+            "epochs=5+distill=1+balance",
+            "surgical, 5 local epochs, knowledge transfer, positive-class weighting",
+            "surgical",
+            options={"local_epochs": 5, "distill": 1.0, "balance": True},
+        ),
+        Method(
+            "epochs=20+distill=1+balance",
+            "surgical, 20 local epochs, knowledge transfer, positive-class weighting",
+            "surgical",
+            options={"local_epochs": 20, "distill": 1.0, "balance": True},
+        ),
+        Method(
+            "epochs=20+distill=1+balance+prox=0.01",
+            "surgical, 20 local epochs, knowledge transfer, positive-class weighting, FedProx 0.01",
+            "surgical",
+            options={"local_epochs": 20, "distill": 1.0, "balance": True, "prox": 0.01},
+        ),
+    )
+}
+#: The same variants at sentence level ("sentence+<variant>"), paired with "sentence".
+SENTENCE_VARIANTS = {
+    f"sentence+{m.name}": replace(
+        m,
+        name=f"sentence+{m.name}",
+        description=f"{m.description}, sentence-level",
+        granularity="sentence",
+    )
+    for m in VARIANTS.values()
+}
+BEST = "epochs=20+distill=1+balance"  #: the combination measured best on whole reports
+LIGHT = "epochs=5+distill=1+balance"  #: the same with a quarter of the local epochs
+#: the arms of the K sweep: the paper's method and the best combination at both granularities,
+#: and the lighter combination at sentence level
+SWEEP = (REFERENCE, BEST, "sentence", f"sentence+{LIGHT}", f"sentence+{BEST}")
+CENTRALS = {"report": "central", "sentence": "central-sentence"}
+#: macro AUROC targets of the cost table (rounds to reach them)
+TARGETS = (0.90, 0.95)
+#: Published IU results with radiologist labels (a label set different from IU's MeSH-derived
+#: one these experiments use): macro F1.
+PUBLISHED_F1 = {"fine-tuned OPT-350M": 0.894, "GPT-4o": 0.728}
+
+
+def _epochs(method: str) -> int:
+    """Local epochs per round of a method of this experiment (1: the paper's)."""
+    options = {**VARIANTS, **SENTENCE_VARIANTS}.get(method)
+    return int(options.options.get("local_epochs", 1)) if options else 1
+
+
+def first_round(curve: pd.Series, target: float) -> float:
+    """The first round whose AUROC reaches ``target`` (NaN if none does)."""
+    reached = curve.index[curve.to_numpy() >= target]
+    return float(reached[0]) if len(reached) else np.nan
+
+
+def cost_table(runs: pd.DataFrame, rounds: pd.DataFrame, setting: str) -> str:
+    """Per method of ``setting``: wall time of a whole run, site epochs, bytes per round and the
+    rounds, site epochs and bytes until the global model's test macro AUROC first reaches each
+    of :data:`TARGETS` (median over the seeds that reach it; how many do)."""
+    here = runs[(runs["setting"] == setting) & runs["round_megabytes"].notna()]
+    curves = rounds[rounds["setting"] == setting]
+    head = " | ".join(f"rounds to {t:.2f} (reached) | MB to {t:.2f}" for t in TARGETS)
+    lines = [
+        f"Cost, setting `{setting}` (wall time: one run of 20 rounds with 4 seeds training at "
+        "once on this machine's 2 cores, divided by 4; MB: float32 weights sent and received by "
+        "all sites, before Flower's framing; rounds to a target: the first round the global "
+        "model's test macro AUROC reaches it, median over the seeds that reach it):",
+        "",
+        f"| method | n | seconds per run | site epochs per round | MB per round | {head} |",
+        "| --- | ---: | ---: | ---: | ---: |" + " ---: | ---: |" * len(TARGETS),
+    ]
+    for method, sub in here.groupby("method", sort=False):
+        mb = float(sub["round_megabytes"].mean())
+        cells = []
+        for target in TARGETS:
+            reached = [
+                first_round(c.set_index("round")["auroc"], target)
+                for _, c in curves[curves["method"] == method].groupby("seed")
+            ]
+            hits = [r for r in reached if not np.isnan(r)]
+            if hits:
+                median = float(np.median(hits))
+                cells.append(f"{median:g} ({len(hits)}/{len(reached)}) | {median * mb:.0f}")
+            else:
+                cells.append(f"— (0/{len(reached)}) | —")
+        lines.append(
+            f"| {method} | {len(sub)} | {sub['seconds'].mean():.0f} | {_epochs(str(method))} "
+            f"| {mb:.2f} | {' | '.join(cells)} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def f1_table(labels: pd.DataFrame, setting: str, methods: Sequence[str]) -> str:
+    """Per-label leak-free F1 (thresholds from the sites' validation rows) of ``methods`` on
+    ``setting``, with the published IU macro F1 beside the macro row."""
+    here = labels[(labels["setting"] == setting) & labels["method"].isin(methods)]
+    table = here.groupby(["label", "method"])["leakfree_f1"].mean().unstack("method")
+    present = [m for m in methods if m in table.columns]
+    published = ", ".join(f"{name} {f1:.3f}" for name, f1 in PUBLISHED_F1.items())
+    lines = [
+        f"Per-label leak-free F1, setting `{setting}` (mean over repeats). Published on IU, macro "
+        f"F1: {published}; those use radiologist labels, a different label set from the "
+        "MeSH-derived one here, so they are a scale, not a comparison.",
+        "",
+        f"| label | {' | '.join(present)} |",
+        "| --- |" + " ---: |" * len(present),
+    ]
+    for label, r in table.iterrows():
+        lines.append(f"| {label} | " + " | ".join(f"{r[m]:.3f}" for m in present) + " |")
+    macro = table[present].mean()
+    lines.append("| **macro** | " + " | ".join(f"**{macro[m]:.3f}**" for m in present) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def sweep_plot(summary: pd.DataFrame, path: Path) -> None:
+    """Macro AUROC and paper accuracy against K (0 shared labels) of the sweep's arms, one panel
+    row per granularity, with central at that granularity as a dashed line."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sweep = summary[summary["setting"].str.fullmatch(r"K=\d+")]
+    fig, axes = plt.subplots(2, 2, figsize=(11, 7), sharex=True)
+    for row, granularity in enumerate(REFERENCES):
+        arms = [m for m in SWEEP if m.startswith("sentence") == (granularity == "sentence")]
+        central = sweep[sweep["method"] == CENTRALS[granularity]]
+        for ax, (metric, title) in zip(
+            axes[row],
+            (("auroc", "macro AUROC, %"), ("paper_accuracy", "paper accuracy, %")),
+            strict=True,
+        ):
+            for method in arms:
+                sub = sweep[sweep["method"] == method].sort_values("x")
+                mean, sd = 100 * sub[f"{metric}_mean"], 100 * sub[f"{metric}_sd"]
+                line = ax.plot(sub["x"], mean, marker="o", ms=3, label=method)[0]
+                ax.fill_between(sub["x"], mean - sd, mean + sd, alpha=0.15, color=line.get_color())
+            if len(central):
+                level = 100 * central[f"{metric}_mean"].mean()
+                ax.axhline(level, ls="--", color="k", lw=1, label=CENTRALS[granularity])
+            ax.set_title(f"{granularity} level: {title}", fontsize=10)
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=7, loc="lower left")
+    for ax in axes[1]:
+        ax.set_xlabel("sites (K), 0 shared labels")
+    fig.tight_layout()
+    atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=120, format="png"))
+    plt.close(fig)
+
+
+def curve_plot(rounds: pd.DataFrame, setting: str, path: Path) -> None:
+    """The global model's test macro AUROC after each round on ``setting``, mean and SD over
+    seeds per method, with the :data:`TARGETS`."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
+    here = rounds[rounds["setting"] == setting]
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for method, sub in here.groupby("method", sort=False):
+        stats = sub.groupby("round")["auroc"].agg(["mean", "std"])
+        line = ax.plot(stats.index, 100 * stats["mean"], label=f"{method} (n={sub.seed.nunique()})")
+        ax.fill_between(
+            stats.index,
+            100 * (stats["mean"] - stats["std"].fillna(0)),
+            100 * (stats["mean"] + stats["std"].fillna(0)),
+            alpha=0.12,
+            color=line[0].get_color(),
+        )
+    for target in TARGETS:
+        ax.axhline(100 * target, ls=":", color="grey", lw=1)
+    ax.set_xlabel("round")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_ylabel("test macro AUROC, %")
+    ax.set_title(f"AUROC after each round, {setting}", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=120, format="png"))
+    plt.close(fig)
+
+
+#: the candidates for the product's training defaults: the paper's settings and the two
+#: combinations, all at sentence level (the product's granularity)
+CANDIDATES = ("sentence", f"sentence+{LIGHT}", f"sentence+{BEST}")
+PLATEAU = 0.005  #: a curve has plateaued once it stays within this of its last round's AUROC
+
+
+def plateau_round(curve: pd.Series) -> int:
+    """The first round after which the AUROC stays within :data:`PLATEAU` of the last round's."""
+    off = np.flatnonzero(np.abs(curve.to_numpy() - curve.iloc[-1]) > PLATEAU)
+    return int(curve.index[off[-1] + 1]) if len(off) else int(curve.index[0])
+
+
+def defaults_table(summary: pd.DataFrame, rounds: pd.DataFrame) -> str:
+    """The candidates for the product's defaults at every K (0 shared labels): macro AUROC and
+    paper accuracy (mean over seeds, paired p against the paper's settings), and the round by
+    which the mean AUROC curve has plateaued."""
+    sweep = summary[summary["setting"].str.fullmatch(r"K=\d+")].sort_values("x")
+    ks = list(dict.fromkeys(sweep["setting"]))
+    lines = [
+        "Candidates for the product's defaults, sentence level, 0 shared labels: macro AUROC % / "
+        "paper accuracy % (n seeds; paired p of the AUROC against the paper's settings), and the "
+        f"round after which the mean AUROC stays within {100 * PLATEAU:g} points of round 20's:",
+        "",
+        f"| method | {' | '.join(ks)} | plateau round (worst K) |",
+        "| --- |" + " ---: |" * (len(ks) + 1),
+    ]
+    for method in CANDIDATES:
+        cells = []
+        for k in ks:
+            row = sweep[(sweep["setting"] == k) & (sweep["method"] == method)]
+            if row.empty:
+                cells.append("—")
+                continue
+            r = row.iloc[0]
+            p = r.get("auroc_p")
+            tested = "" if p is None or pd.isna(p) else f"; p={p:.2g}"
+            cells.append(
+                f"{100 * r['auroc_mean']:.2f} / {100 * r['paper_accuracy_mean']:.2f} "
+                f"(n={r['repeats']}{tested})"
+            )
+        mine = rounds[(rounds["method"] == method) & rounds["setting"].isin(ks)]
+        plateaus = [
+            plateau_round(c.groupby("round")["auroc"].mean()) for _, c in mine.groupby("setting")
+        ]
+        worst = str(max(plateaus)) if plateaus else "—"
+        lines.append(f"| {method} | {' | '.join(cells)} | {worst} |")
+    return "\n".join(lines) + "\n"
