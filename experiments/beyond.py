@@ -186,7 +186,7 @@ def sweep_plot(summary: pd.DataFrame, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     sweep = summary[summary["setting"].str.fullmatch(r"K=\d+")]
-    fig, axes = plt.subplots(2, 2, figsize=(11, 7), sharex=True)
+    fig, axes = plt.subplots(2, 2, figsize=(11, 7), sharex=True, sharey="col")
     for row, granularity in enumerate(REFERENCES):
         arms = [m for m in SWEEP if m.startswith("sentence") == (granularity == "sentence")]
         central = sweep[sweep["method"] == CENTRALS[granularity]]

@@ -308,7 +308,8 @@ def run_federations(
 
     Configs may differ in seed, learning rates and server options; every other field must agree.
     ``chunk`` bounds how many nodes train per batched step (whole federations are kept
-    together): small enough that the stacked weights and Adam state stay in cache.
+    together): small enough that the stacked weights and Adam state stay in cache, and smaller
+    where that leaves a worker idle (four K=2 federations make two chunks for two workers).
     ``compute`` says how (:class:`Compute`).
     """
     if len(federations) != len(configs) or not federations:
@@ -323,6 +324,8 @@ def run_federations(
         raise ValueError(
             f"every federation needs nodes of one embedding dimension and granularity, got {dims}"
         )
+    workers = compute.worker_count(device)
+    chunk = max(1, min(chunk, -(-sum(map(len, federations)) // workers)))
     spans, start = [], 0
     while start < len(federations):
         stop, size = start, 0
@@ -336,7 +339,6 @@ def run_federations(
         lo, hi = span
         return _Lockstep(federations[lo:hi], configs[lo:hi], mode, compute, device).run()
 
-    workers = compute.worker_count(device)
     with torch_threads(1), ThreadPoolExecutor(min(workers, len(spans))) as pool:
         return [result for results in pool.map(train, spans) for result in results]
 

@@ -46,7 +46,7 @@ class FederationConfig(ServerOptions):
     """
 
     rounds: int = setting(20, "federated rounds")
-    local_epochs: int = setting(1, "epochs each node trains per round")
+    local_epochs: int = setting(5, "epochs each node trains per round")
     lr: float = setting(1e-3, "the nodes' Adam learning rate")
     node_lr: dict[str, float] = setting({}, "learning rate of named nodes (else lr)")
     batch_size: int = setting(32, "the nodes' batch size")
@@ -54,10 +54,10 @@ class FederationConfig(ServerOptions):
     dropout: float = setting(0.2, "dropout after each hidden layer", architecture=True)
     seed: int = setting(0, "seed of the splits, the initial model, the batches and the dropout")
     distill: float = setting(
-        0.0, "weight of knowledge transfer for labels a node lacks (0 = the paper's method)"
+        1.0, "weight of knowledge transfer for labels a node lacks (0 = the paper's method)"
     )
     weight_decay: float = setting(0.0, "L2 term of the nodes' Adam")
-    balance: bool = setting(False, "weigh positives by negatives/positives per label")
+    balance: bool = setting(True, "weigh positives by negatives/positives per label")
     skip: bool = setting(False, "add a linear term on the embedding to the head", architecture=True)
     prox: float = setting(0.0, "FedProx proximal term weight (0 = off)")
 

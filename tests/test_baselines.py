@@ -10,12 +10,12 @@ import pytest
 from experiments.baselines import METHODS, run_method
 from experiments.lockstep import Compute
 from experiments.protocol import Protocol, scenario, simulate
-from reportfed.config import FederationConfig
+from reportfed.config import PAPER
 from reportfed.data.partition import dirichlet_rows
 
 from .synthetic import synthetic
 
-FAST = FederationConfig(rounds=3, hidden=(32, 16), lr=3e-3)
+FAST = replace(PAPER, rounds=3, hidden=(32, 16), lr=3e-3)  #: the experiments train the paper's way
 
 
 @pytest.fixture(scope="module")
