@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from experiments.baselines import Method
-from experiments.runner import REFERENCE, REFERENCES
+from experiments.runner import CENTRALS, REFERENCE, REFERENCES
 from reportfed.io import atomic_write
 
 #: Beyond the paper: engine options on top of surgical aggregation (same splits, paired tests).
@@ -98,7 +98,6 @@ LIGHT = "epochs=5+distill=1+balance"  #: the same with a quarter of the local ep
 #: the arms of the K sweep: the paper's method and the best combination at both granularities,
 #: and the lighter combination at sentence level
 SWEEP = (REFERENCE, BEST, "sentence", f"sentence+{LIGHT}", f"sentence+{BEST}")
-CENTRALS = {"report": "central", "sentence": "central-sentence"}
 #: macro AUROC targets of the cost table (rounds to reach them)
 TARGETS = (0.90, 0.95)
 #: Published IU results with radiologist labels (a label set different from IU's MeSH-derived
@@ -108,8 +107,8 @@ PUBLISHED_F1 = {"fine-tuned OPT-350M": 0.894, "GPT-4o": 0.728}
 
 def _epochs(method: str) -> int:
     """Local epochs per round of a method of this experiment (1: the paper's)."""
-    options = {**VARIANTS, **SENTENCE_VARIANTS}.get(method)
-    return int(options.options.get("local_epochs", 1)) if options else 1
+    variant = {**VARIANTS, **SENTENCE_VARIANTS}.get(method)
+    return int(variant.options.get("local_epochs", 1)) if variant else 1
 
 
 def first_round(curve: pd.Series, target: float) -> float:

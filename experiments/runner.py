@@ -41,6 +41,8 @@ METRICS = ("paper_accuracy", "leakfree_accuracy", "auroc", "leakfree_f1", "preva
 REFERENCE = "surgical"
 #: what every method is paired with: the paper's method at the method's granularity
 REFERENCES: dict[Granularity, str] = {"report": REFERENCE, "sentence": "sentence"}
+#: the central baseline at each granularity
+CENTRALS: dict[Granularity, str] = {"report": "central", "sentence": "central-sentence"}
 COMPUTE = Compute(replay=True)
 
 
@@ -65,7 +67,7 @@ class Setting:
     embedder: str = "minilm"
 
     def repeats(self, method: str, default: int) -> int:
-        if method in (*REFERENCES.values(), "central", "central-sentence"):
+        if method in (*REFERENCES.values(), *CENTRALS.values()):
             return default
         return self.baseline_repeats or default
 

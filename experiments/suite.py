@@ -37,7 +37,6 @@ import pandas as pd
 from experiments import EXPERIMENTS
 from experiments.baselines import METHODS, Scenario
 from experiments.beyond import (
-    CENTRALS,
     SENTENCE_VARIANTS,
     SWEEP,
     VARIANTS,
@@ -49,6 +48,7 @@ from experiments.beyond import (
 )
 from experiments.protocol import Protocol, scenario
 from experiments.runner import (
+    CENTRALS,
     REFERENCE,
     RESULTS,
     Setting,
