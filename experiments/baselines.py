@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any, Literal
 
 import numpy as np
@@ -22,11 +23,15 @@ import numpy as np
 from experiments.lockstep import Compute, Mode, run_federations
 from reportfed.aggregation import GlobalState
 from reportfed.config import PAPER, FederationConfig
+from reportfed.embed import DEFAULT_EMBEDDER, shared_embedder
+from reportfed.embed.granularity import embed_reports
 from reportfed.labels import LabelSpace
 from reportfed.metrics import auroc, f1_thresholds, label_metrics
 from reportfed.model import predict_state
+from reportfed.paths import embeddings_cache_dir
 from reportfed.report_node import Node
 from reportfed.sentences import Granularity
+from reportfed.templates import with_templates
 
 
 @dataclass(frozen=True)
@@ -47,7 +52,8 @@ class SiteRows:
 class Scenario:
     """One repeat: embeddings ``x`` and full labels ``y`` of every row over ``labels``, the sites,
     the test rows, and the seed that made them; ``sentences``, where given, holds the same rows
-    as sentence bags ``(n, S, dim)`` for methods of sentence granularity."""
+    as sentence bags ``(n, S, dim)`` for methods of sentence granularity; ``embedder``: the spec
+    that made the embeddings (it embeds the template rows)."""
 
     x: np.ndarray
     y: np.ndarray
@@ -56,6 +62,7 @@ class Scenario:
     test: np.ndarray
     seed: int
     sentences: np.ndarray | None = None
+    embedder: str = DEFAULT_EMBEDDER
 
     def at(self, granularity: Granularity) -> Scenario:
         """This repeat with the embeddings of ``granularity`` as ``x``."""
@@ -206,8 +213,11 @@ def _targets(scenario: Scenario, site: SiteRows, rows: np.ndarray, method: Metho
     return np.nan_to_num(view, nan=0.0) if method.missing == "negative" else view
 
 
-def method_nodes(scenario: Scenario, method: Method) -> list[Node]:
-    """The nodes ``method`` trains on ``scenario`` (one pooled node for central methods)."""
+def method_nodes(
+    scenario: Scenario, method: Method, config: FederationConfig = PAPER
+) -> list[Node]:
+    """The nodes ``method`` trains on ``scenario`` (one pooled node for central methods), with
+    the template rows of their labels where ``config.templates`` says so."""
     union = scenario.union()
     nodes = []
     for site in scenario.sites:
@@ -217,7 +227,7 @@ def method_nodes(scenario: Scenario, method: Method) -> list[Node]:
             y = y[:, union.indices(site.labels)]
         nodes.append(Node(site.name, x, y, site.labels if method.heads == "own" else union))
     if method.pooled:
-        return [
+        nodes = [
             Node(
                 "central",
                 np.concatenate([n.x for n in nodes]),
@@ -225,7 +235,16 @@ def method_nodes(scenario: Scenario, method: Method) -> list[Node]:
                 union,
             )
         ]
-    return nodes
+    if not config.templates:
+        return nodes
+    embed = partial(
+        embed_reports,
+        embedder=shared_embedder(scenario.embedder),
+        granularity=method.granularity,
+        cache_dir=embeddings_cache_dir(),
+        progress=False,
+    )
+    return [with_templates(n, embed) for n in nodes]
 
 
 def _evaluate(
@@ -277,7 +296,7 @@ def run_method(
     if method.continuous:
         base = replace(config, rounds=1, local_epochs=config.rounds * config.local_epochs)
     configs = [replace(base, seed=s.seed) for s in scenarios]
-    federations = [method_nodes(s, method) for s in scenarios]
+    federations = [method_nodes(s, method, config) for s in scenarios]
     results = run_federations(federations, configs, mode=method.mode, compute=compute or Compute())
     outcomes = []
     for scenario, result, federation in zip(scenarios, results, federations, strict=True):

@@ -631,7 +631,7 @@ class _Lockstep:
                 view = self._own(k, copy=False)  # the server reads it before the stack changes
                 updates.append(
                     NodeUpdate(
-                        node.name, node.labels, view.shared, view.task, num_examples=len(node.x)
+                        node.name, node.labels, view.shared, view.task, num_examples=node.reports
                     )
                 )
             self.servers[f].step(updates)

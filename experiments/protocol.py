@@ -24,6 +24,7 @@ from reportfed.data.partition import (
     split_labels,
     split_rows,
 )
+from reportfed.embed import DEFAULT_EMBEDDER
 from reportfed.labeler import ReportLabeler
 from reportfed.labels import LabelSpace
 from reportfed.metrics import evaluate
@@ -140,10 +141,12 @@ def scenario(
     seed: int,
     *,
     sentences: np.ndarray | None = None,
+    embedder: str = DEFAULT_EMBEDDER,
 ) -> Scenario:
     """One repeat of ``protocol`` as sites and test rows, split exactly as :func:`simulate` splits
     it (same partition, same validation rows), for :func:`~experiments.baselines.run_method`;
-    ``sentences``: the same rows as sentence bags, for sentence-level methods."""
+    ``sentences``: the same rows as sentence bags, for sentence-level methods; ``embedder``: the
+    spec that embedded them."""
     train, test, site, spaces = partition(y, labels, protocol, np.random.default_rng(seed))
     splits = holdout(
         np.array([f"node{k}" for k in site]), protocol.val_fraction, np.random.default_rng(seed)
@@ -152,4 +155,4 @@ def scenario(
         SiteRows(name, train[fit], train[val], spaces[int(name[4:])])
         for name, (val, fit) in splits.items()
     ]
-    return Scenario(x=x, y=y, labels=labels, sites=sites, test=test, seed=seed, sentences=sentences)
+    return Scenario(x, y, labels, sites, test, seed, sentences, embedder)

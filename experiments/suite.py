@@ -104,7 +104,15 @@ def _iid(
     def build(seed: int) -> Scenario:
         x, y, labels, _, _ = iu_data(embedder)
         bags = iu_data(embedder, granularity="sentence")[0] if sentences else None
-        return scenario(x, y, labels, Protocol(**protocol), seed, sentences=bags)  # type: ignore[arg-type]
+        return scenario(
+            x,
+            y,
+            labels,
+            Protocol(**protocol),  # type: ignore[arg-type]
+            seed,
+            sentences=bags,
+            embedder=embedder,
+        )
 
     return build
 

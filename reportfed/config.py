@@ -35,14 +35,16 @@ class FederationConfig(ServerOptions):
 
     The defaults are the product's, chosen by the ``beyond`` experiment (docs/experiments.md,
     "The product's defaults"); :data:`PAPER` is the paper's code. Beyond the paper (the product
-    turns on the first two): ``distill`` > 0 is knowledge transfer for the labels a
-    node does not annotate (the node receives the whole global model, and its loss adds
-    ``distill`` x the BCE between its outputs and the global model's predictions at the start of
-    the round; it still sends back only its own labels' rows). ``balance`` weighs each positive of
-    a node's label by that label's negatives/positives on the node (clipped to 100). ``skip``
-    gives the head a linear term on the input embedding, merged label by label with the head's
-    rows. ``prox`` > 0 adds FedProx's proximal term towards the weights the node received.
-    ``node_lr`` maps node names to their own learning rates.
+    turns on ``distill``, ``balance`` and ``templates``): ``distill`` > 0 is knowledge transfer
+    for the labels a node does not annotate (the node receives the whole global model, and its
+    loss adds ``distill`` x the BCE between its outputs and the global model's predictions at
+    the start of the round; it still sends back only its own labels' rows). ``balance`` weighs
+    each positive of a node's label by that label's negatives/positives on the node (clipped to
+    100). ``skip`` gives the head a linear term on the input embedding, merged label by label
+    with the head's rows. ``prox`` > 0 adds FedProx's proximal term towards the weights the node
+    received. ``templates`` adds sentences stating and negating each of a node's labels to its
+    training rows (:mod:`reportfed.templates`). ``node_lr`` maps node names to their own
+    learning rates.
     """
 
     rounds: int = setting(20, "federated rounds")
@@ -60,6 +62,9 @@ class FederationConfig(ServerOptions):
     balance: bool = setting(True, "weigh positives by negatives/positives per label")
     skip: bool = setting(False, "add a linear term on the embedding to the head", architecture=True)
     prox: float = setting(0.0, "FedProx proximal term weight (0 = off)")
+    templates: bool = setting(
+        True, "also train on sentences stating and negating each of a node's labels"
+    )
 
     def __post_init__(self) -> None:
         """Refuse values no run can use (a ``ConfigError`` naming the field and its range)."""
@@ -131,8 +136,14 @@ class NodeSettings(SiteSettings):
 
 
 #: The paper's settings where the product's defaults differ (Shah et al.: 20 rounds of one local
-#: epoch, no knowledge transfer, no class weighting): what the paper reproductions train with.
-PAPER_SETTINGS: dict[str, object] = {"local_epochs": 1, "distill": 0.0, "balance": False}
+#: epoch, no knowledge transfer, no class weighting, reports only): what the paper reproductions
+#: train with.
+PAPER_SETTINGS: dict[str, object] = {
+    "local_epochs": 1,
+    "distill": 0.0,
+    "balance": False,
+    "templates": False,
+}
 PAPER = FederationConfig(**PAPER_SETTINGS)  # type: ignore[arg-type]
 
 #: What a Flower run fixes among the hyperparameters: an invalid update (NaN, wrong shape) is

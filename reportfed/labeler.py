@@ -45,6 +45,7 @@ from reportfed.report_node import Node
 from reportfed.schema import architecture, architecture_fields
 from reportfed.sentences import Granularity, check_granularity, report_units
 from reportfed.states import NO_FINDING, chexpert_states, report_mentions
+from reportfed.templates import with_templates
 
 #: reports embedded and scored at once by :meth:`ReportLabeler.predict_proba` (bounds memory)
 PREDICT_CHUNK = 2048
@@ -228,6 +229,13 @@ class ReportLabeler(BaseEstimator):
             raise ReportfedError("labels must be 1, 0 or NaN (not annotated)")
         site = np.asarray(nodes if nodes is not None else ["central"] * len(x))
         config = self.federation
+        if fingerprint is None:
+            fingerprint = self._embedder().fingerprint
+        elif config.templates and fingerprint != self._embedder().fingerprint:
+            raise ConfigError(
+                f"x comes from {fingerprint}, but templates are embedded with this labeler's "
+                f"embedder ({self._embedder().fingerprint}): set the config's templates=False"
+            )
         splits = holdout(site, self.val_fraction, np.random.default_rng(config.seed))
         fed_nodes, val_rows, val_y = [], [], []
         for name, (val, fit) in splits.items():
@@ -237,7 +245,8 @@ class ReportLabeler(BaseEstimator):
                 raise ReportfedError(f"node {name!r} has no annotated label")
             own = LabelSpace(tuple(labels[c] for c in cols))
             warn_if_all_positive(name, y[np.ix_(rows, cols)], own)
-            fed_nodes.append(Node(name, x[fit], y[np.ix_(fit, cols)], own))
+            node = Node(name, x[fit], y[np.ix_(fit, cols)], own)
+            fed_nodes.append(with_templates(node, self.embed) if config.templates else node)
             masked = np.full((len(val), len(labels)), np.nan, dtype=np.float32)
             masked[:, cols] = y[np.ix_(val, cols)]
             val_rows.append(val)
@@ -247,14 +256,14 @@ class ReportLabeler(BaseEstimator):
         kept = LabelSpace(tuple(name for name in labels if name in result.state.labels))
         self._set_fitted(
             GlobalState(kept, *node_arrays(result.state, kept)),
-            fingerprint=fingerprint or self._embedder().fingerprint,
+            fingerprint=fingerprint,
             input_dim=int(x.shape[-1]),
             thresholds=None,
             calibration=None,
             provenance={
                 "config": asdict(config),
                 "val_fraction": self.val_fraction,
-                "nodes": {n.name: {"rows": len(n.x), "labels": list(n.labels)} for n in fed_nodes},
+                "nodes": {n.name: {"rows": n.reports, "labels": list(n.labels)} for n in fed_nodes},
                 "final_loss": result.history[-1]["loss"] if result.history else {},
             },
         )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -31,21 +32,29 @@ from reportfed.model import (
 )
 from reportfed.node import Description, Evaluation
 from reportfed.rounds import round_seed
+from reportfed.templates import with_templates
 from reportfed.train import positive_weights, train_local
 
 
 @dataclass
 class Node:
     """One site's training data: embeddings ``x`` ``(n, d)`` and labels ``y`` ``(n, len(labels))``
-    (NaN = not annotated)."""
+    (NaN = not annotated); the last ``templates`` rows are template sentences, not reports
+    (:mod:`reportfed.templates`)."""
 
     name: str
     x: np.ndarray
     y: np.ndarray
     labels: LabelSpace
+    templates: int = 0
 
     def __post_init__(self) -> None:
         check_label_matrix(self.y, len(self.x), self.labels, f"node {self.name!r}")
+
+    @property
+    def reports(self) -> int:
+        """The node's training reports: what it reports as its examples."""
+        return len(self.x) - self.templates
 
 
 def initial_state(input_dim: int, labels: LabelSpace, config: FederationConfig) -> GlobalState:
@@ -94,7 +103,7 @@ class ReportAlgorithm:
             self.node.labels,
             self.fingerprint,
             self.dim,
-            len(self.node.x),
+            self.node.reports,
             schema.encode(self.settings, public=True),
         )
 
@@ -137,7 +146,7 @@ class ReportAlgorithm:
         )
         shared, task = to_arrays(model)
         task = {k: v[own] for k, v in task.items()}
-        update = NodeUpdate(node.name, node.labels, shared, task, num_examples=len(node.x))
+        update = NodeUpdate(node.name, node.labels, shared, task, num_examples=node.reports)
         return update, {"loss": loss}
 
     def evaluate(self, state: GlobalState) -> Evaluation:
@@ -187,20 +196,22 @@ def load_report_node(
     table = table.select_labels(LabelSpace(tuple(np.array(table.label_space.names)[annotated])))
     warn_if_all_positive(name, table.labels, table.label_space)
     embedder = make_embedder(settings.embedder or run.embedder, base_url=settings.base_url or None)
-    x = embed_reports(
-        table.texts,
-        embedder,
+    embed = partial(
+        embed_reports,
+        embedder=embedder,
         granularity=run.granularity,
         cache_dir=settings.cache_dir or embeddings_cache_dir(),
         progress=False,
     )
+    x = embed(table.texts)
     fit, val = split_rows(len(table), settings.val_fraction, np.random.default_rng(config.seed))
     if not len(fit):
         raise ReportfedError(
             f"{data}: no training rows left after holding out {settings.val_fraction:.0%}"
         )
+    node = Node(name, x[fit], table.labels[fit], table.label_space)
     return ReportAlgorithm(
-        Node(name, x[fit], table.labels[fit], table.label_space),
+        with_templates(node, embed) if config.templates else node,
         config,
         embedder.fingerprint,
         x[val],

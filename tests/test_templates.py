@@ -1,0 +1,78 @@
+"""Template sentences (:mod:`reportfed.templates`): what they say, how a node carries them, and
+what they teach a head whose reports never state its finding."""
+
+import numpy as np
+import pytest
+
+from reportfed.config import FederationConfig
+from reportfed.errors import ConfigError
+from reportfed.labeler import ReportLabeler
+from reportfed.labels import LabelSpace
+from reportfed.metrics import auroc
+from reportfed.report_node import Node
+from reportfed.templates import template_rows, with_templates
+
+
+def test_each_label_is_stated_and_negated_and_no_finding_is_neither() -> None:
+    texts, y = template_rows(LabelSpace.of(["No Finding", "Pneumothorax", "Pleural Effusion"]))
+    assert texts[:6] == [
+        "Pneumothorax.",
+        "There is pneumothorax.",
+        "Findings consistent with pneumothorax.",
+        "No pneumothorax.",
+        "No evidence of pneumothorax.",
+        "There is no pneumothorax.",
+    ]
+    assert texts[6] == "Pleural effusion." and len(texts) == 12
+    np.testing.assert_array_equal(y[:6], [[0, 1, 0]] * 3 + [[0, 0, 0]] * 3)
+    np.testing.assert_array_equal(y[6:], [[0, 0, 1]] * 3 + [[0, 0, 0]] * 3)
+
+
+def test_template_rows_follow_the_reports_and_are_not_counted_as_reports(minilm) -> None:  # type: ignore[no-untyped-def]
+    from reportfed.embed.granularity import embed_reports
+
+    reports = ["Heart size is normal.", "Mild edema. No effusion. Stable mediastinum."]
+    bags = embed_reports(reports, minilm, granularity="sentence", cache_dir=None, progress=False)
+    node = Node("a", bags, np.array([[0.0], [1.0]], np.float32), LabelSpace.of(["Edema"]))
+
+    def embed(texts):  # type: ignore[no-untyped-def]
+        return embed_reports(texts, minilm, granularity="sentence", cache_dir=None, progress=False)
+
+    out = with_templates(node, embed)
+    assert out.x.shape == (8, 3, minilm.dim) and (out.reports, out.templates) == (2, 6)
+    np.testing.assert_array_equal(out.x[:2], bags)
+    assert (out.x[2:, 1:] == 0).all() and (np.abs(out.x[2:, 0]).sum(axis=1) > 0).all()
+    np.testing.assert_array_equal(out.y[:, 0], [0, 1, 1, 1, 1, 0, 0, 0])
+
+
+def test_templates_teach_a_finding_no_training_report_states(iu_embedded, embeddings_cache) -> None:  # type: ignore[no-untyped-def]
+    """A site whose reports never state pneumothorax (IU reports, positives removed) learns it
+    from the template sentences alone: unseen IU reports that state it rank above the rest;
+    without templates the head has no positive to learn from."""
+    table, _ = iu_embedded
+    labels = ["Cardiomegaly", "Pneumothorax"]
+    table = table.select_labels(labels)
+    positive = table.labels[:, 1] == 1
+    train = np.flatnonzero(~positive)[:400]
+    test = np.concatenate([np.flatnonzero(positive), np.flatnonzero(~positive)[400:700]])
+    scores = {}
+    for templates in (True, False):
+        config = FederationConfig(rounds=2, hidden=(64, 32), templates=templates)
+        labeler = ReportLabeler(config=config, cache_dir=embeddings_cache, progress=False)
+        labeler.fit([table.texts[i] for i in train], table.labels[train], labels)
+        p = labeler.predict_scores([table.texts[i] for i in test])
+        scores[templates] = auroc(table.labels[test][:, 1:], p[:, 1:])[0]
+        assert labeler.provenance_["nodes"]["central"]["rows"] == 360  # reports, 10% held out
+    assert scores[True] > 0.85 and scores[True] > scores[False] + 0.15, scores
+
+
+def test_embeddings_from_another_embedder_refuse_templates_in_one_line() -> None:
+    """Template rows are embedded with the labeler's embedder, so vectors from another one would
+    be stacked with them silently wrong: refused, naming the way out."""
+    x = np.zeros((4, 2, 384), np.float32)
+    y = np.array([[0.0], [1.0], [0.0], [1.0]])
+    labeler = ReportLabeler(config=FederationConfig(rounds=1), progress=False)
+    with pytest.raises(
+        ConfigError, match=r"x comes from openai:.*set the config's templates=False"
+    ):
+        labeler.fit_embeddings(x, y, LabelSpace.of(["Edema"]), fingerprint="openai:http://h:e")
