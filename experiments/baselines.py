@@ -29,9 +29,8 @@ from reportfed.labels import LabelSpace
 from reportfed.metrics import auroc, f1_thresholds, label_metrics
 from reportfed.model import predict_state
 from reportfed.paths import embeddings_cache_dir
-from reportfed.report_node import Node
+from reportfed.report_node import Node, with_templates
 from reportfed.sentences import Granularity
-from reportfed.templates import with_templates
 
 
 @dataclass(frozen=True)

@@ -41,11 +41,10 @@ from reportfed.metrics import f1_thresholds
 from reportfed.model import decisive_sentences, global_model, predict_state
 from reportfed.model_file import ModelFile, read_model, write_model
 from reportfed.paths import embeddings_cache_dir
-from reportfed.report_node import Node
+from reportfed.report_node import Node, with_templates
 from reportfed.schema import architecture, architecture_fields
 from reportfed.sentences import Granularity, check_granularity, report_units
 from reportfed.states import NO_FINDING, chexpert_states, report_mentions
-from reportfed.templates import with_templates
 
 #: reports embedded and scored at once by :meth:`ReportLabeler.predict_proba` (bounds memory)
 PREDICT_CHUNK = 2048

@@ -6,8 +6,8 @@ drive the same :class:`ReportAlgorithm`; :data:`REPORTS` is the modality the Flo
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -32,7 +32,7 @@ from reportfed.model import (
 )
 from reportfed.node import Description, Evaluation
 from reportfed.rounds import round_seed
-from reportfed.templates import with_templates
+from reportfed.templates import template_rows
 from reportfed.train import positive_weights, train_local
 
 
@@ -55,6 +55,29 @@ class Node:
     def reports(self) -> int:
         """The node's training reports: what it reports as its examples."""
         return len(self.x) - self.templates
+
+
+def _stack(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a`` over ``b``; sentence bags are zero-padded to the wider of the two."""
+    if a.ndim == 3:
+        width = max(a.shape[1], b.shape[1])
+        a, b = (np.pad(v, ((0, 0), (0, width - v.shape[1]), (0, 0))) for v in (a, b))
+    return np.concatenate([a, b.astype(a.dtype)])
+
+
+def with_templates(node: Node, embed: Callable[[Sequence[str]], np.ndarray]) -> Node:
+    """``node`` with the template rows of its labels (:mod:`reportfed.templates`) after its
+    reports; ``embed`` turns texts into embeddings as the node's were made (same embedder and
+    granularity)."""
+    texts, y = template_rows(node.labels)
+    if not texts:
+        return node
+    return replace(
+        node,
+        x=_stack(node.x, embed(texts)),
+        y=np.concatenate([node.y, y]),
+        templates=node.templates + len(texts),
+    )
 
 
 def initial_state(input_dim: int, labels: LabelSpace, config: FederationConfig) -> GlobalState:

@@ -1,5 +1,5 @@
 """Template sentences that state and that negate each label, which a node trains on beside its
-reports (``FederationConfig.templates``).
+reports (``FederationConfig.templates``; :func:`reportfed.report_node.with_templates` adds them).
 
 When sites label different findings, a rare finding is learned by the one site that labels it,
 from the handful of its reports that state it. Three sentences stating the finding ("There is
@@ -11,16 +11,9 @@ label: no per-finding phrase lists. "No Finding" gets none, since its name is al
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import replace
-from typing import TYPE_CHECKING
-
 import numpy as np
 
 from reportfed.labels import LabelSpace
-
-if TYPE_CHECKING:
-    from reportfed.report_node import Node
 
 #: sentences that state a finding, ``{}`` its name
 STATING = ("{}.", "There is {}.", "Findings consistent with {}.")
@@ -47,25 +40,3 @@ def template_rows(labels: LabelSpace) -> tuple[list[str], np.ndarray]:
                 row[j] = value
                 rows.append(row)
     return texts, np.array(rows, dtype=np.float32).reshape(len(rows), len(labels))
-
-
-def _stack(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``a`` over ``b``; sentence bags are zero-padded to the wider of the two."""
-    if a.ndim == 3:
-        width = max(a.shape[1], b.shape[1])
-        a, b = (np.pad(v, ((0, 0), (0, width - v.shape[1]), (0, 0))) for v in (a, b))
-    return np.concatenate([a, b.astype(a.dtype)])
-
-
-def with_templates(node: Node, embed: Callable[[Sequence[str]], np.ndarray]) -> Node:
-    """``node`` with the template rows of its labels after its reports; ``embed`` turns texts
-    into embeddings as the node's were made (same embedder and granularity)."""
-    texts, y = template_rows(node.labels)
-    if not texts:
-        return node
-    return replace(
-        node,
-        x=_stack(node.x, embed(texts)),
-        y=np.concatenate([node.y, y]),
-        templates=node.templates + len(texts),
-    )

@@ -9,8 +9,8 @@ from reportfed.errors import ConfigError
 from reportfed.labeler import ReportLabeler
 from reportfed.labels import LabelSpace
 from reportfed.metrics import auroc
-from reportfed.report_node import Node
-from reportfed.templates import template_rows, with_templates
+from reportfed.report_node import Node, with_templates
+from reportfed.templates import template_rows
 
 
 def test_each_label_is_stated_and_negated_and_no_finding_is_neither() -> None:
