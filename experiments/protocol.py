@@ -155,4 +155,13 @@ def scenario(
         SiteRows(name, train[fit], train[val], spaces[int(name[4:])])
         for name, (val, fit) in splits.items()
     ]
-    return Scenario(x, y, labels, sites, test, seed, sentences, embedder)
+    return Scenario(
+        x=x,
+        y=y,
+        labels=labels,
+        sites=sites,
+        test=test,
+        seed=seed,
+        sentences=sentences,
+        embedder=embedder,
+    )

@@ -136,8 +136,8 @@ class NodeSettings(SiteSettings):
 
 
 #: The paper's settings where the product's defaults differ (Shah et al.: 20 rounds of one local
-#: epoch, no knowledge transfer, no class weighting, reports only): what the paper reproductions
-#: train with.
+#: epoch, no knowledge transfer, no class weighting, no template sentences): what the paper
+#: reproductions train with.
 PAPER_SETTINGS: dict[str, object] = {
     "local_epochs": 1,
     "distill": 0.0,

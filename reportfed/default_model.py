@@ -2,9 +2,9 @@
 
 It is a federated run of two simulated IID sites sharing all 14 CheXpert labels on every IU
 report (MeSH-derived labels), sentence-level, with the default embedder and the paper's
-hyperparameters (:data:`~reportfed.config.PAPER`: two sites holding every label need no
-knowledge transfer, and it builds in seconds on first use), cached in the user cache directory.
-Its thresholds are chosen for F1 on the sites' validation rows.
+hyperparameters (:data:`~reportfed.config.PAPER`: two sites holding every label need neither
+knowledge transfer nor template sentences, and it builds in seconds on first use), cached in the
+user cache directory. Its thresholds are chosen for F1 on the sites' validation rows.
 """
 
 from __future__ import annotations
