@@ -5,11 +5,15 @@ When sites label different findings, a rare finding is learned by the one site t
 from the handful of its reports that state it. Three sentences stating the finding ("There is
 pneumothorax.") and three negating it ("No evidence of pneumothorax.") teach its head what a
 stated and a negated mention read like. The ``beyond`` experiment measures the gain
-(docs/experiments.md). The sentences are built from the label's name, the same for every
-label: no per-finding phrase lists. "No Finding" gets none, since its name is already a negation.
+(docs/experiments.md). The sentences are built from the label's name, the same patterns for
+every label. Five CheXpert labels are categories whose names reports do not write ("Enlarged
+Cardiomediastinum", "Pleural Other"...); each of those is named by the phrases in ``NAMES``, which
+say what the category means, instead. "No Finding" gets none, since its name is a negation.
 """
 
 from __future__ import annotations
+
+from itertools import product
 
 import numpy as np
 
@@ -21,6 +25,24 @@ STATING = ("{}.", "There is {}.", "Findings consistent with {}.")
 NEGATING = ("No {}.", "No evidence of {}.", "There is no {}.")
 #: labels without templates: the name is a negation itself
 UNSTATED = frozenset({"No Finding"})
+#: the phrases that name a label whose name is a category reports do not write (CheXpert's
+#: definitions of its categories); every other label is named by its name
+NAMES: dict[str, tuple[str, ...]] = {
+    "Enlarged Cardiomediastinum": (
+        "enlarged cardiomediastinum",
+        "widened mediastinum",
+        "enlarged cardiomediastinal silhouette",
+    ),
+    "Lung Lesion": ("lung lesion", "pulmonary nodule", "lung mass"),
+    "Lung Opacity": ("lung opacity", "airspace opacity"),
+    "Pleural Other": ("pleural thickening", "pleural scarring"),
+    "Support Devices": ("support device", "catheter", "pacemaker"),
+}
+
+
+def names(label: str) -> tuple[str, ...]:
+    """The phrases template sentences use for ``label``: ``NAMES``'s, else its name."""
+    return NAMES.get(label, (label.lower(),))
 
 
 def template_rows(labels: LabelSpace) -> tuple[list[str], np.ndarray]:
@@ -31,8 +53,7 @@ def template_rows(labels: LabelSpace) -> tuple[list[str], np.ndarray]:
     for j, name in enumerate(labels):
         if name in UNSTATED:
             continue
-        finding = name.lower()
-        for patterns, value in ((STATING, 1.0), (NEGATING, 0.0)):
+        for (patterns, value), finding in product(((STATING, 1.0), (NEGATING, 0.0)), names(name)):
             for pattern in patterns:
                 sentence = pattern.format(finding)
                 texts.append(sentence[0].upper() + sentence[1:])

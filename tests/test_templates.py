@@ -28,6 +28,14 @@ def test_each_label_is_stated_and_negated_and_no_finding_is_neither() -> None:
     np.testing.assert_array_equal(y[6:], [[0, 0, 1]] * 3 + [[0, 0, 0]] * 3)
 
 
+def test_a_category_reports_do_not_name_is_stated_in_the_phrases_that_mean_it() -> None:
+    texts, y = template_rows(LabelSpace.of(["Enlarged Cardiomediastinum"]))
+    assert "Enlarged cardiomediastinum." in texts and "No evidence of widened mediastinum." in texts
+    assert len(texts) == 3 * 6
+    assert y.sum() == 9 and y[texts.index("There is widened mediastinum.")] == 1
+    assert not any("other" in t.lower() for t in template_rows(LabelSpace.of(["Pleural Other"]))[0])
+
+
 def test_template_rows_follow_the_reports_and_are_not_counted_as_reports(minilm) -> None:  # type: ignore[no-untyped-def]
     from reportfed.embed.granularity import embed_reports
 
@@ -45,12 +53,20 @@ def test_template_rows_follow_the_reports_and_are_not_counted_as_reports(minilm)
     np.testing.assert_array_equal(out.y[:, 0], [0, 1, 1, 1, 1, 0, 0, 0])
 
 
-def test_templates_teach_a_finding_no_training_report_states(iu_embedded, embeddings_cache) -> None:  # type: ignore[no-untyped-def]
-    """A site whose reports never state pneumothorax (IU reports, positives removed) learns it
+@pytest.mark.parametrize(
+    ("finding", "floor", "margin"),
+    [("Pneumothorax", 0.85, 0.15), ("Enlarged Cardiomediastinum", 0.75, 0.1)],
+)
+def test_templates_teach_a_finding_no_training_report_states(  # type: ignore[no-untyped-def]
+    finding, floor, margin, iu_embedded, embeddings_cache
+) -> None:
+    """A site whose reports never state the finding (IU reports, positives removed) learns it
     from the template sentences alone: unseen IU reports that state it rank above the rest;
-    without templates the head has no positive to learn from."""
+    without templates the head has no positive to learn from. Enlarged Cardiomediastinum is a
+    category no IU report names: its sentences come from the phrases that mean it (AUROC 0.80
+    with them, 0.68 with sentences built from its name, 0.66 without templates)."""
     table, _ = iu_embedded
-    labels = ["Cardiomegaly", "Pneumothorax"]
+    labels = ["Cardiomegaly", finding]
     table = table.select_labels(labels)
     positive = table.labels[:, 1] == 1
     train = np.flatnonzero(~positive)[:400]
@@ -63,7 +79,7 @@ def test_templates_teach_a_finding_no_training_report_states(iu_embedded, embedd
         p = labeler.predict_scores([table.texts[i] for i in test])
         scores[templates] = auroc(table.labels[test][:, 1:], p[:, 1:])[0]
         assert labeler.provenance_["nodes"]["central"]["rows"] == 360  # reports, 10% held out
-    assert scores[True] > 0.85 and scores[True] > scores[False] + 0.15, scores
+    assert scores[True] > floor and scores[True] > scores[False] + margin, scores
 
 
 def test_embeddings_from_another_embedder_refuse_templates_in_one_line() -> None:
