@@ -25,8 +25,8 @@ STATING = ("{}.", "There is {}.", "Findings consistent with {}.")
 NEGATING = ("No {}.", "No evidence of {}.", "There is no {}.")
 #: labels without templates: the name is a negation itself
 UNSTATED = frozenset({"No Finding"})
-#: the phrases that name a label whose name is a category reports do not write (CheXpert's
-#: definitions of its categories); every other label is named by its name
+#: the phrases that name a label whose name is a category reports do not write (what the
+#: CheXpert category means, in words radiologists use); every other label is named by its name
 NAMES: dict[str, tuple[str, ...]] = {
     "Enlarged Cardiomediastinum": (
         "enlarged cardiomediastinum",
