@@ -178,8 +178,8 @@ def summarize(
 ) -> pd.DataFrame:
     """Mean, SD and bootstrap CI per setting, method and metric; paired t-test p-value of each
     method against the paper's method at its granularity (:func:`reference`) on the same setting
-    and seeds (``methods`` resolves the names)."""
-    rng = np.random.default_rng(0)
+    and seeds (``methods`` resolves the names). Each row's bootstrap draws from its own generator,
+    seeded by its setting and method, so adding a row leaves every other row's CI as it was."""
     out = []
     for s in settings:
         here = runs[runs["setting"] == s.name]
@@ -191,6 +191,7 @@ def summarize(
             ref = here[here["method"] == paired].set_index("seed")
             row: dict[str, object] = {"setting": s.name, "x": s.x, "method": method}
             row["repeats"], row["reference"] = len(sub), paired
+            rng = np.random.default_rng(list(f"{s.name}/{method}".encode()))
             for m in METRICS:
                 v = sub[m].to_numpy(float)
                 lo, hi = _bootstrap_ci(v, rng)

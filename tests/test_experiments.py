@@ -130,6 +130,27 @@ def test_each_method_is_paired_with_the_papers_method_at_its_granularity() -> No
     assert pd.isna(summary.loc["sentence", "auroc_p"])  # a reference is not tested against itself
 
 
+def test_a_rows_confidence_interval_does_not_depend_on_the_other_rows() -> None:
+    """Adding an arm to an experiment leaves every other arm's bootstrap CI as it was."""
+    rng = np.random.default_rng(1)
+    runs = pd.DataFrame(
+        [
+            {"setting": "K=2", "x": 2, "method": m, "seed": seed}
+            | {metric: rng.uniform(0.6, 0.9) for metric in runner.METRICS}
+            for m in ("surgical", "fl-zero-fill", "local")
+            for seed in range(5)
+        ]
+    )
+
+    def cis(arms: tuple[str, ...]) -> pd.Series:
+        summary = summarize(runs, [Setting("K=2", 2, build(2), arms)]).set_index("method")
+        return summary.loc["local", [f"{m}_ci" for m in runner.METRICS]]
+
+    alone = cis(("surgical", "local"))
+    assert alone.equals(cis(("surgical", "fl-zero-fill", "local")))
+    assert len(set(alone)) == len(runner.METRICS)  # five metrics, five intervals
+
+
 def test_rounds_to_a_target_and_the_cost_table() -> None:
     from experiments.beyond import cost_table, first_round
 
