@@ -404,6 +404,9 @@ class _Lockstep:
         y = np.full((self.offsets[-1] + 1, width), np.nan, dtype=np.float32)
         for k, (_, _, n) in enumerate(self.members):
             y[self.offsets[k] : self.offsets[k + 1], self.heads[k].indices(n.labels)] = n.y
+            # template rows name one finding: negatives for the head's labels the node lacks
+            lacked = [j for j, name in enumerate(self.heads[k]) if name not in n.labels]
+            y[self.offsets[k + 1] - n.templates : self.offsets[k + 1], lacked] = 0.0
         # per row and head column: the target (0 where there is none) and whether there is one
         annotated = ~np.isnan(y)
         self.target = torch.from_numpy(np.nan_to_num(y)).to(device)
@@ -445,14 +448,14 @@ class _Lockstep:
         return GlobalState(self.members[k][2].labels, shared, task)
 
     def _soft_targets(self) -> torch.Tensor | None:
-        """With ``distill``: every node's predictions (eval mode) on its rows for the labels it
-        does not annotate, NaN elsewhere; computed at the start of a round, as the loop does."""
+        """With ``distill``: every node's predictions (eval mode) on its reports for the labels
+        it does not annotate, NaN elsewhere; computed at the start of a round, as the loop does."""
         if self.config.distill <= 0:
             return None
         soft = torch.full_like(self.target, float("nan"))
         with torch.no_grad():
             for k, (_, _, node) in enumerate(self.members):
-                lo, hi = int(self.offsets[k]), int(self.offsets[k + 1])
+                lo, hi = int(self.offsets[k]), int(self.offsets[k]) + node.reports
                 x, packing = self._rows(torch.arange(lo, hi, device=self.device).unsqueeze(0))
                 h = x
                 for w, b in zip(self.stack.weights[:-1], self.stack.biases[:-1], strict=True):

@@ -135,8 +135,10 @@ class ReportAlgorithm:
     ) -> tuple[NodeUpdate, dict[str, float]]:
         """Load the node's view of ``state``, train ``local_epochs``, return its own rows.
 
-        The view is the shared block and the node's rows, or every row with ``config.distill``
-        (the global model's predictions then become soft targets for the labels the node lacks).
+        The view is the shared block and the node's rows, or every row with ``config.distill``:
+        the global model's predictions then become soft targets for the labels the node lacks on
+        its reports, and its template rows, which name one finding and mention no other, are
+        negatives for those labels.
         """
         config, node = self.config, self.node
         state = with_own_labels(state, node.labels, self.dim, config)
@@ -151,8 +153,10 @@ class ReportAlgorithm:
         if config.distill > 0:
             y = np.full((len(node.x), len(head)), np.nan, dtype=np.float32)
             y[:, own] = node.y
+            y[node.reports :, np.setdiff1d(np.arange(len(head)), own)] = 0.0
             soft = predict_proba(model, x)
             soft[:, own] = np.nan
+            soft[node.reports :] = np.nan
         loss = train_local(
             model,
             x,

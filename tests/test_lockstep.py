@@ -95,6 +95,20 @@ def test_lockstep_equals_the_loop_with_options_beyond_the_paper(options: dict) -
         assert np.abs(loop.state.task[SKIP]).min(axis=1).max() > 0
 
 
+def test_lockstep_equals_the_loop_on_template_rows_under_distill() -> None:
+    """A node's last ``templates`` rows are template sentences: under distill they are negatives
+    for the labels the node lacks, not soft targets, in both engines."""
+    config = replace(CONFIG, distill=0.5, balance=True)
+    nodes = [replace(n, templates=12) for n in federation(1)]
+    result = run_federations([nodes], [config], compute=REPLAY)[0]
+    loop = run_federation(nodes, config, progress=False)
+    assert result.state is not None
+    assert_close(result.state.shared, loop.state.shared)
+    assert_close(result.state.task, loop.state.task)
+    as_reports = run_federation(federation(1), config, progress=False)
+    assert np.abs(as_reports.state.shared["0.weight"] - loop.state.shared["0.weight"]).max() > 1e-3
+
+
 def test_local_heads_equal_surgical_aggregation_when_no_label_is_shared() -> None:
     nodes = federation(0)
     surgical = run_federations([nodes], [CONFIG])[0]

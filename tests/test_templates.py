@@ -53,6 +53,39 @@ def test_template_rows_follow_the_reports_and_are_not_counted_as_reports(minilm)
     np.testing.assert_array_equal(out.y[:, 0], [0, 1, 1, 1, 1, 0, 0, 0])
 
 
+def test_under_distill_a_template_row_is_a_negative_for_the_labels_its_node_lacks(
+    monkeypatch,
+) -> None:  # type: ignore[no-untyped-def]
+    """A template sentence names one finding and mentions no other: for the federation's labels
+    its node does not annotate it is a negative, where a report gets the global model's soft
+    target."""
+    from reportfed import report_node
+    from reportfed.report_node import ReportAlgorithm, initial_state
+
+    seen = {}
+
+    def capture(model, x, y, *, soft, **kwargs):  # type: ignore[no-untyped-def]
+        seen["y"], seen["soft"] = y.numpy(), soft.numpy()
+        return 0.0
+
+    monkeypatch.setattr(report_node, "train_local", capture)
+    rng = np.random.default_rng(0)
+    node = Node(
+        "a",
+        rng.normal(size=(5, 8)).astype(np.float32),
+        np.ones((5, 1), np.float32),
+        LabelSpace.of(["Edema"]),
+        templates=2,
+    )
+    config = FederationConfig(distill=1.0, hidden=(4,))
+    state = initial_state(8, LabelSpace.of(["Edema", "Pneumothorax", "Fracture"]), config)
+    ReportAlgorithm(node, config).train(state, 0, 0)
+    np.testing.assert_array_equal(seen["y"][:, 0], 1)
+    assert np.isnan(seen["y"][:3, 1:]).all() and (seen["y"][3:, 1:] == 0).all()
+    assert np.isnan(seen["soft"][:, 0]).all() and np.isnan(seen["soft"][3:]).all()
+    assert ((seen["soft"][:3, 1:] > 0) & (seen["soft"][:3, 1:] < 1)).all()
+
+
 @pytest.mark.parametrize(
     ("finding", "floor", "margin"),
     [("Pneumothorax", 0.85, 0.15), ("Enlarged Cardiomediastinum", 0.75, 0.1)],
