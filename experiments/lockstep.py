@@ -54,6 +54,7 @@ from reportfed.model import SKIP, sentence_mask
 from reportfed.report_node import Node, initial_state
 from reportfed.rounds import round_seed
 from reportfed.server import ServerOptions, SurgicalServer
+from reportfed.templates import lacked_negatives
 from reportfed.threads import torch_threads
 from reportfed.train import positive_weights
 
@@ -404,8 +405,7 @@ class _Lockstep:
         y = np.full((self.offsets[-1] + 1, width), np.nan, dtype=np.float32)
         for k, (_, _, n) in enumerate(self.members):
             y[self.offsets[k] : self.offsets[k + 1], self.heads[k].indices(n.labels)] = n.y
-            # template rows name one finding: negatives for the head's labels the node lacks
-            lacked = [j for j, name in enumerate(self.heads[k]) if name not in n.labels]
+            lacked = lacked_negatives(self.heads[k], n.labels)  # template rows: negatives
             y[self.offsets[k + 1] - n.templates : self.offsets[k + 1], lacked] = 0.0
         # per row and head column: the target (0 where there is none) and whether there is one
         annotated = ~np.isnan(y)

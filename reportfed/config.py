@@ -37,10 +37,10 @@ class FederationConfig(ServerOptions):
     "The product's defaults"); :data:`PAPER` is the paper's code. Beyond the paper (the product
     turns on ``distill``, ``balance`` and ``templates``): ``distill`` > 0 is knowledge transfer
     for the labels a node does not annotate (the node receives the whole global model, and its
-    loss adds ``distill`` x the BCE between its outputs and the global model's predictions at
-    the start of the round; it still sends back only its own labels' rows). ``balance`` weighs
-    each positive of a node's label by that label's negatives/positives on the node (clipped to
-    100). ``skip`` gives the head a linear term on the input embedding, merged label by label
+    loss adds ``distill`` x the BCE between its outputs and the global model's predictions on
+    its reports at the start of the round; its template rows are negatives for those labels; it
+    still sends back only its own labels' rows). ``balance`` weighs each positive of a node's
+    label by that label's negatives/positives on the node (clipped to 100). ``skip`` gives the head a linear term on the input embedding, merged label by label
     with the head's rows. ``prox`` > 0 adds FedProx's proximal term towards the weights the node
     received. ``templates`` adds sentences stating and negating each of a node's labels to its
     training rows (:mod:`reportfed.templates`). ``node_lr`` maps node names to their own

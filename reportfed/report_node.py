@@ -32,7 +32,7 @@ from reportfed.model import (
 )
 from reportfed.node import Description, Evaluation
 from reportfed.rounds import round_seed
-from reportfed.templates import template_rows
+from reportfed.templates import lacked_negatives, template_rows
 from reportfed.train import positive_weights, train_local
 
 
@@ -153,7 +153,7 @@ class ReportAlgorithm:
         if config.distill > 0:
             y = np.full((len(node.x), len(head)), np.nan, dtype=np.float32)
             y[:, own] = node.y
-            y[node.reports :, np.setdiff1d(np.arange(len(head)), own)] = 0.0
+            y[node.reports :, lacked_negatives(head, node.labels)] = 0.0
             soft = predict_proba(model, x)
             soft[:, own] = np.nan
             soft[node.reports :] = np.nan

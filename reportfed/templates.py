@@ -47,7 +47,10 @@ def names(label: str) -> tuple[str, ...]:
 
 def template_rows(labels: LabelSpace) -> tuple[list[str], np.ndarray]:
     """The template sentences of every label of ``labels`` and their labels over ``labels``:
-    1 for the label a stating sentence names, 0 for every other entry."""
+    1 for the label a stating sentence names, 0 for every other entry but the ``UNSTATED``
+    labels of a negating sentence, which are not annotated (NaN): "No pneumothorax." does not
+    say whether anything else was found."""
+    unstated = [j for j, name in enumerate(labels) if name in UNSTATED]
     texts: list[str] = []
     rows: list[np.ndarray] = []
     for j, name in enumerate(labels):
@@ -59,5 +62,14 @@ def template_rows(labels: LabelSpace) -> tuple[list[str], np.ndarray]:
                 texts.append(sentence[0].upper() + sentence[1:])
                 row = np.zeros(len(labels), dtype=np.float32)
                 row[j] = value
+                if not value:
+                    row[unstated] = np.nan
                 rows.append(row)
     return texts, np.array(rows, dtype=np.float32).reshape(len(rows), len(labels))
+
+
+def lacked_negatives(head: LabelSpace, own: LabelSpace) -> list[int]:
+    """The columns of ``head`` that template rows of ``own`` labels are negatives for beyond
+    ``own`` (under distill a node's head holds labels it lacks): each template sentence names
+    one finding and mentions no other, so every lacked label but the ``UNSTATED`` ones."""
+    return [j for j, name in enumerate(head) if name not in own and name not in UNSTATED]

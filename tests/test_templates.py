@@ -24,8 +24,9 @@ def test_each_label_is_stated_and_negated_and_no_finding_is_neither() -> None:
         "There is no pneumothorax.",
     ]
     assert texts[6] == "Pleural effusion." and len(texts) == 12
-    np.testing.assert_array_equal(y[:6], [[0, 1, 0]] * 3 + [[0, 0, 0]] * 3)
-    np.testing.assert_array_equal(y[6:], [[0, 0, 1]] * 3 + [[0, 0, 0]] * 3)
+    # "There is pneumothorax." rules No Finding out; "No pneumothorax." leaves it open
+    np.testing.assert_array_equal(y[:6], [[0, 1, 0]] * 3 + [[np.nan, 0, 0]] * 3)
+    np.testing.assert_array_equal(y[6:], [[0, 0, 1]] * 3 + [[np.nan, 0, 0]] * 3)
 
 
 def test_a_category_reports_do_not_name_is_stated_in_the_phrases_that_mean_it() -> None:
@@ -58,7 +59,7 @@ def test_under_distill_a_template_row_is_a_negative_for_the_labels_its_node_lack
 ) -> None:  # type: ignore[no-untyped-def]
     """A template sentence names one finding and mentions no other: for the federation's labels
     its node does not annotate it is a negative, where a report gets the global model's soft
-    target."""
+    target; No Finding, which a negating sentence does not rule out, gets neither."""
     from reportfed import report_node
     from reportfed.report_node import ReportAlgorithm, initial_state
 
@@ -78,10 +79,11 @@ def test_under_distill_a_template_row_is_a_negative_for_the_labels_its_node_lack
         templates=2,
     )
     config = FederationConfig(distill=1.0, hidden=(4,))
-    state = initial_state(8, LabelSpace.of(["Edema", "Pneumothorax", "Fracture"]), config)
-    ReportAlgorithm(node, config).train(state, 0, 0)
+    labels = LabelSpace.of(["Edema", "Pneumothorax", "Fracture", "No Finding"])
+    ReportAlgorithm(node, config).train(initial_state(8, labels, config), 0, 0)
     np.testing.assert_array_equal(seen["y"][:, 0], 1)
-    assert np.isnan(seen["y"][:3, 1:]).all() and (seen["y"][3:, 1:] == 0).all()
+    assert np.isnan(seen["y"][:3, 1:]).all() and (seen["y"][3:, 1:3] == 0).all()
+    assert np.isnan(seen["y"][3:, 3]).all()
     assert np.isnan(seen["soft"][:, 0]).all() and np.isnan(seen["soft"][3:]).all()
     assert ((seen["soft"][:3, 1:] > 0) & (seen["soft"][:3, 1:] < 1)).all()
 
