@@ -88,25 +88,6 @@ VARIANTS = {
             options={"local_epochs": 5, "distill": 1.0, "balance": True, "templates": True},
         ),
         Method(
-            "epochs=10+distill=1+balance+templates",
-            "surgical, 10 local epochs, knowledge transfer, positive-class weighting, templates",
-            "surgical",
-            options={"local_epochs": 10, "distill": 1.0, "balance": True, "templates": True},
-        ),
-        Method(
-            "epochs=10+rounds=30+distill=1+balance+templates",
-            "surgical, 30 rounds of 10 local epochs, knowledge transfer, positive-class "
-            "weighting, templates",
-            "surgical",
-            options={
-                "local_epochs": 10,
-                "rounds": 30,
-                "distill": 1.0,
-                "balance": True,
-                "templates": True,
-            },
-        ),
-        Method(
             "epochs=20+distill=1+balance+prox=0.01",
             "surgical, 20 local epochs, knowledge transfer, positive-class weighting, FedProx 0.01",
             "surgical",
