@@ -31,7 +31,9 @@ def main() -> None:
     parser.add_argument("--out", default="benchmarks/results/flower_dp.json")
     args = parser.parse_args()
     # the paper's training (DP needs distill 0), which the committed results were measured with
-    paper_run = {schema.dashed(name): value for name, value in PAPER_SETTINGS.items()}
+    paper_run = schema.in_table(
+        "reports", {schema.dashed(name): value for name, value in PAPER_SETTINGS.items()}
+    )
     cache = str(embeddings_cache_dir().resolve())
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -42,7 +44,7 @@ def main() -> None:
                 fed.add_node(p.stem, p, **{"cache-dir": cache})
             for noise in args.noise:
                 out = work / f"noise-{noise}"
-                fed.run({"rounds": args.rounds, "min-nodes": 2, "evaluate-every": 0,
+                fed.run({"reports.rounds": args.rounds, "min-nodes": 2, "evaluate-every": 0,
                          "out": str(out), "dp-noise": noise, "dp-clip": args.clip,
                          **paper_run})  # fmt: skip
                 evaluation = json.loads((out / HISTORY_FILE).read_text())[-1]["evaluation"]

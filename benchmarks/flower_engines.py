@@ -72,7 +72,7 @@ def bench(
 ) -> list[dict[str, object]]:
     paths = node_tables(work, k)
     cache = str(embeddings_cache_dir().resolve())
-    run = {"rounds": rounds, "min-nodes": k, "evaluate-every": 0, "round-timeout": 600.0}
+    run = {"reports.rounds": rounds, "min-nodes": k, "evaluate-every": 0, "round-timeout": 600.0}
     rows: list[dict[str, object]] = []
 
     nodes = [  # embeds once

@@ -159,7 +159,10 @@ class RunSettings:
     them from the run config, ``reportfed federation run`` has a flag per field, and the app's
     ``pyproject.toml`` holds their defaults (a test keeps it equal to these)."""
 
-    modality: str = setting("reports", "what the nodes hold: reports, or images (vision/)")
+    modality: str = setting(
+        "reports",
+        "what the nodes hold: reports, or images (vision/; federation run trains reports)",
+    )
 
     out: str = setting(
         "reportfed-federation", "server-side output directory (global model and history)"

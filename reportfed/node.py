@@ -20,6 +20,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from reportfed import schema
 from reportfed.aggregation import Arrays, GlobalState, NodeUpdate
 from reportfed.config import NodeSettings, RunSettings
 from reportfed.errors import ConfigError
@@ -113,3 +114,16 @@ def modality(name: str) -> Modality:
         )
     loaded: Modality = found[name].load()
     return loaded
+
+
+def hyperparameters(
+    run_config: Mapping[str, Any], sent: Mapping[str, Any] | None = None
+) -> tuple[Modality, Any]:
+    """The modality a Flower run config names and its hyperparameters: the values of the run
+    config's table of that modality (``[reports]``, ``[images]``), overridden by ``sent`` (those
+    the server sends with a message)."""
+    name = schema.decode(RunSettings, run_config).modality
+    kind = modality(name)
+    return kind, schema.decode(
+        kind.config_class, {**schema.scoped(run_config, name), **(sent or {})}
+    )

@@ -125,6 +125,18 @@ def encode(config: Any, *, public: bool = False) -> dict[str, Scalar]:
     return out
 
 
+def scoped(record: Mapping[str, Any], table: str) -> dict[str, Any]:
+    """The keys of ``record`` in ``table`` (a run config's ``[table]``, which Flower flattens to
+    ``table.key``), without the table's name."""
+    prefix = f"{table}."
+    return {k.removeprefix(prefix): v for k, v in record.items() if k.startswith(prefix)}
+
+
+def in_table(table: str, values: Mapping[str, Scalar]) -> dict[str, Scalar]:
+    """``values`` as keys of a run config's ``[table]`` (the inverse of :func:`scoped`)."""
+    return {f"{table}.{k}": v for k, v in values.items()}
+
+
 def decode(cls: type[C], record: Mapping[str, Any], **extra: Any) -> C:
     """The config of ``cls`` that ``record`` (a run config or a wire record, dashed keys) gives;
     keys it lacks take the defaults, keys that are no field are ignored."""

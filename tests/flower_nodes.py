@@ -49,10 +49,19 @@ def write_node_tables(
 
 
 def run_config(**overrides: Any) -> dict[str, Any]:
-    """The app's run config (``app/pyproject.toml``) with ``overrides``."""
+    """The app's run config (``app/pyproject.toml``, its tables flattened as Flower does) with
+    ``overrides``: a run setting by its key, a hyperparameter by its key in the run's modality
+    table (``rounds=3`` sets ``reports.rounds``, ``modality="images"`` reads ``images.*``)."""
+    from flwr.common.config import flatten_dict
+
     with open(APP_DIR / "pyproject.toml", "rb") as f:
-        defaults = tomllib.load(f)["tool"]["flwr"]["app"]["config"]
-    return {**defaults, **overrides}
+        config = flatten_dict(tomllib.load(f)["tool"]["flwr"]["app"]["config"])
+    table = overrides.get("modality", config["modality"])
+    for key, value in overrides.items():
+        name = key if key in config else f"{table}.{key}"
+        assert name in config, f"the app's run config has no {key!r}"
+        config[name] = value
+    return config
 
 
 def engine_state(

@@ -71,6 +71,14 @@ def test_differential_privacy_with_knowledge_transfer_is_refused_in_one_line(
     assert "add --distill 0" in err
 
 
+def test_an_image_run_is_refused_in_one_line(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    run = ["federation", "run", "--superlink", "127.0.0.1:1", "--insecure", "--out", str(tmp_path)]
+    assert main([*run, "--modality", "images"]) == 2  # its flags are the report model's
+    err = capsys.readouterr().err
+    assert err.startswith("reportfed: error: federation run trains report models")
+    assert "images.* run-config keys" in err and err.count("\n") == 1
+
+
 def test_a_port_already_in_use_is_refused_in_one_line(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     data = tmp_path / "site.csv"
     data.write_text("Reports,Cardiomegaly\nHeart is enlarged.,1\n")

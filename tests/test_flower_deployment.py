@@ -26,7 +26,8 @@ from reportfed.labeler import ReportLabeler
 
 from .flower_nodes import UNION, assert_same, engine_state, write_node_tables
 
-RUN = {"hidden": "32,16", "seed": 0, "evaluate-every": 0, "min-nodes": 3, "round-timeout": 45.0}
+RUN = {"reports.hidden": "32,16", "reports.seed": 0, "evaluate-every": 0, "min-nodes": 3,
+       "round-timeout": 45.0}  # fmt: skip
 
 
 def test_registered_hospitals_over_tls_refuse_an_intruder_and_resume_under_secure_aggregation(
@@ -43,12 +44,12 @@ def test_registered_hospitals_over_tls_refuse_an_intruder_and_resume_under_secur
         # a process holding the CA certificate and a key of its own, never registered
         intruder = generate_node_keys(tmp_path / "intruder", "x")
         cluster.add_node("x", tables["a"], key=intruder, **{"cache-dir": str(embeddings_cache)})
-        cluster.run({**run, "rounds": 2, "min-nodes": 3})
+        cluster.run({**run, "reports.rounds": 2, "min-nodes": 3})
         assert json.loads((out / HISTORY_FILE).read_text())[-1]["round"] == 2
         two = ReportLabeler.load(out / MODEL_FILE, progress=False)
         assert_same(two.state_, engine_state(tables, embeddings_cache, "abc", 2, "report"))
         # a new server run resumes at round 3, under secure aggregation (SecAgg+ across processes)
-        cluster.run({**run, "rounds": 3, "secure-aggregation": True})
+        cluster.run({**run, "reports.rounds": 3, "secure-aggregation": True})
         assert "Secure aggregation completed" in cluster.log("superlink") + (
             tmp_path / "flwr-run.log"
         ).read_text(errors="replace")
@@ -88,7 +89,7 @@ def test_a_node_killed_in_round_two_and_a_poisoned_node(
         killer.start()
         try:
             cluster.run(
-                {**RUN, "rounds": 2, "out": str(out), "min-nodes": 2, "round-timeout": 25.0}
+                {**RUN, "reports.rounds": 2, "out": str(out), "min-nodes": 2, "round-timeout": 25.0}
             )
         finally:
             finished.set()

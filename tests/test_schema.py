@@ -19,6 +19,7 @@ from reportfed.config import (
     SiteSettings,
 )
 from reportfed.flower.launch import APP_DIR
+from reportfed.node import hyperparameters
 
 
 def _subparser(parser: argparse.ArgumentParser, *path: str) -> argparse.ArgumentParser:
@@ -28,13 +29,39 @@ def _subparser(parser: argparse.ArgumentParser, *path: str) -> argparse.Argument
     return parser
 
 
-def test_the_flower_app_defaults_are_the_schema_defaults() -> None:
+def _app_config() -> dict[str, object]:
     with open(APP_DIR / "pyproject.toml", "rb") as f:
-        app = tomllib.load(f)["tool"]["flwr"]["app"]["config"]
+        return tomllib.load(f)["tool"]["flwr"]["app"]["config"]  # type: ignore[no-any-return]
+
+
+def test_the_flower_app_defaults_are_the_schema_defaults() -> None:
+    app = _app_config()
     # every key `federation run` sends must be declared, or Flower refuses the run (code 15)
     flower = FederationConfig(**FLOWER_DEFAULTS)  # type: ignore[arg-type]
-    expected = {**schema.encode(flower), **schema.encode(RunSettings())}
-    assert {k: v for k, v in app.items() if k != "partitions"} == expected
+    assert app["reports"] == schema.encode(flower)
+    run = {k: v for k, v in app.items() if not isinstance(v, dict) and k != "partitions"}
+    assert run == schema.encode(RunSettings())
+    assert set(app) - set(run) == {"partitions", "reports", "images"}
+
+
+def test_an_image_run_has_the_image_models_defaults() -> None:
+    pytest.importorskip("monai")
+    from vision.train import ImageFederationConfig
+
+    flower = ImageFederationConfig(**FLOWER_DEFAULTS)  # type: ignore[arg-type]
+    assert _app_config()["images"] == schema.encode(flower)
+    # what the SuperLink makes of `flwr run --run-config ...`: Flower's own parser and merge,
+    # which refuse a key the app does not declare
+    from flwr.common.config import get_fused_config_from_dir, parse_config_args
+
+    given = parse_config_args(['modality="images" images.arch="vit" images.image-size=96'])
+    rc = get_fused_config_from_dir(APP_DIR, given)
+    kind, config = hyperparameters(rc)
+    assert kind.config_class is ImageFederationConfig and config == ImageFederationConfig(
+        arch="vit", image_size=96, on_invalid="drop"
+    )
+    with pytest.raises(ValueError, match="image-size"):
+        get_fused_config_from_dir(APP_DIR, parse_config_args(["image-size=96"]))
 
 
 REQUIRED = {"train": ["--node", "a.csv"], "run": ["--superlink", "h:1"],
@@ -64,8 +91,8 @@ def test_flags_reach_the_run_config_and_come_back_from_it() -> None:
     argv = ["federation", "run", "--superlink", "h:1", "--insecure", "--hidden", "64,32",
             "--server-lr", "0.5", "--balance", "--no-resume", "--granularity", "report"]  # fmt: skip
     rc = _run_config(build_parser().parse_args(argv))
-    assert rc["hidden"] == "64,32"
-    config = schema.decode(FederationConfig, rc)
+    assert rc["reports.hidden"] == "64,32"
+    config = schema.decode(FederationConfig, schema.scoped(rc, "reports"))
     assert config == FederationConfig(
         hidden=(64, 32), server_lr=0.5, balance=True, on_invalid="drop"
     )

@@ -221,10 +221,8 @@ def serve_images(nodes: list[ImageNode], out: Path, **run: Any) -> Any:
     from .direct_grid import DirectGrid
     from .flower_nodes import run_config
 
-    # an image run names its local epochs: the app's default (5) is the report model's
     config = run_config(modality="images", arch="densenet121", **{"image-size": 64}, lr=1e-3,
-                        **{"batch-size": 16, "local-epochs": 1}, norm="fedbn",
-                        **{"min-nodes": 3}, out=str(out), **run)  # fmt: skip
+                        norm="fedbn", **{"min-nodes": 3}, out=str(out), **run)  # fmt: skip
     grid = DirectGrid(client_app, config)
     for k, node in enumerate(nodes):
         csv = node.table.paths[0].parent / "labels.csv"

@@ -25,7 +25,7 @@ from pathlib import Path
 from reportfed import schema
 from reportfed.cli.options import say
 from reportfed.config import FLOWER_DEFAULTS, FederationConfig, NodeSettings, RunSettings
-from reportfed.errors import ReportfedError
+from reportfed.errors import ConfigError, ReportfedError
 
 
 def _tls(args: argparse.Namespace, option: str, *, check: bool = True) -> Path | None:
@@ -164,13 +164,19 @@ def node_config(args: argparse.Namespace) -> dict[str, schema.Scalar]:
 
 
 def _run_config(args: argparse.Namespace) -> dict[str, schema.Scalar]:
-    """The run config of ``flwr run``: the hyperparameters and the run settings, from the flags."""
+    """The run config of ``flwr run``: the run settings and, in the ``reports`` table, the
+    hyperparameters, from the flags."""
     from reportfed.flower.run_checks import check_run
 
     settings = schema.from_args(RunSettings, args, out=str(Path(args.out).resolve()))
+    if settings.modality != "reports":
+        raise ConfigError(
+            f"federation run trains report models, got --modality {settings.modality}: an image "
+            "federation is started with flwr run and its images.* run-config keys (docs/vision.md)"
+        )
     config = schema.from_args(FederationConfig, args)
     check_run(config, settings)  # here, not in the server's log
-    return {**schema.encode(config), **schema.encode(settings)}
+    return {**schema.in_table("reports", schema.encode(config)), **schema.encode(settings)}
 
 
 def cmd_run(args: argparse.Namespace) -> None:

@@ -29,7 +29,7 @@ from flwr.clientapp.mod import fixedclipping_mod
 from flwr.supercore.differential_privacy import KEY_CLIPPING_NORM
 
 from reportfed import schema
-from reportfed.config import NodeSettings, RunSettings
+from reportfed.config import NodeSettings
 from reportfed.flower import secure
 from reportfed.flower.wire import (
     ARRAYS,
@@ -41,7 +41,7 @@ from reportfed.flower.wire import (
     to_record,
     unpack,
 )
-from reportfed.node import NodeAlgorithm, modality
+from reportfed.node import NodeAlgorithm, hyperparameters
 
 LOCAL = "local"  #: ``context.state`` key of the weights that stay on the node
 
@@ -58,10 +58,9 @@ def node_settings(context: Context) -> NodeSettings:
 
 def algorithm(context: Context, message: Any = None) -> NodeAlgorithm:
     """This node's algorithm under the hyperparameters of ``message`` (a ConfigRecord; else the
-    run config's), with the weights it keeps between rounds restored."""
+    modality's table of the run config), with the weights it keeps between rounds restored."""
     run = dict(context.run_config)
-    kind = modality(schema.decode(RunSettings, run).modality)
-    config: Any = schema.decode(kind.config_class, {**run, **dict(message or {})})
+    kind, config = hyperparameters(run, message)
     settings = node_settings(context)
     if settings.lr:  # this node's own learning rate
         config = replace(config, lr=settings.lr)

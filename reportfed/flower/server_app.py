@@ -3,8 +3,11 @@ and writes the global model, for report and image nodes alike.
 
 Run config (``app/pyproject.toml``, overridable with ``flwr run --run-config``; ``reportfed
 federation run`` sets it from its flags): every field of :class:`~reportfed.config.RunSettings`,
-whose ``modality`` (:func:`reportfed.node.modality`) names the hyperparameter class (for reports
-:class:`~reportfed.config.FederationConfig`; sent to the nodes with every message), dashed.
+dashed, and a table per modality holding its hyperparameter class's fields with that modality's
+defaults (``[reports]``: :class:`~reportfed.config.FederationConfig`; ``[images]``:
+:class:`vision.train.ImageFederationConfig`; Flower flattens them to ``reports.rounds``...).
+``modality`` (:func:`reportfed.node.modality`) names the table a run reads; its values are sent to
+the nodes with every message.
 
 After every round the global model is written atomically to ``out/global.safetensors`` (a
 model file, :mod:`reportfed.model_file`: ``reportfed label --model`` reads it) and the round
@@ -37,7 +40,7 @@ from reportfed.flower.strategy import SurgicalAggregation
 from reportfed.flower.wire import config_record
 from reportfed.labels import LabelSpace
 from reportfed.model_file import ModelFile, read_model, write_model
-from reportfed.node import Modality, modality
+from reportfed.node import Modality, hyperparameters
 
 MODEL_FILE = "global.safetensors"
 HISTORY_FILE = "history.json"
@@ -101,8 +104,7 @@ def main(grid: Grid, context: Context) -> None:
     """Register the nodes, run the remaining rounds, save the global model after each."""
     rc = dict(context.run_config)
     settings = schema.decode(RunSettings, rc)
-    kind = modality(settings.modality)
-    config: Any = schema.decode(kind.config_class, rc)
+    kind, config = hyperparameters(rc)
     for name, value in FLOWER_DEFAULTS.items():
         if getattr(config, name) != value:
             raise ConfigError(
