@@ -1,17 +1,18 @@
 """Shared machinery of the experiments: resumable runs, statistics, tables and plots.
 
-An experiment is a list of :class:`Setting` s (a scenario builder each: seed -> one repeat) and
-the methods run on each. Runs go through the lockstep engine, a batch of seeds at a time,
-replaying the per-node loop's dropout draws (:data:`COMPUTE`: the stored results were trained so,
-and a resumed sweep adds runs of the same kind, each reproducible seed for seed); every
-finished batch is appended to ``results/<experiment>.csv`` and ``<experiment>-labels.csv``
-(rewritten atomically), so a crashed sweep restarts where it stopped. Summaries give mean ± SD, a
-95% bootstrap CI and a paired t-test of every method against surgical aggregation on the same
-setting (same seeds = same partitions).
+An experiment is a list of :class:`Setting` s (a scenario builder each: seed -> one repeat) and the
+methods run on each. Runs go through the lockstep engine, a batch of seeds at a time, replaying the
+per-node loop's dropout draws (:data:`COMPUTE`: the stored results were trained so, and a resumed
+sweep adds runs of the same kind, each reproducible seed for seed); every finished batch is
+appended to ``results/<experiment>.csv``, ``<experiment>-labels.csv.gz`` and
+``<experiment>-rounds.csv.gz`` (rewritten atomically), so a crashed sweep restarts where it
+stopped. Summaries give mean ± SD, a 95% bootstrap CI and a paired t-test of every method against
+surgical aggregation on the same setting (same seeds = same partitions).
 """
 
 from __future__ import annotations
 
+import gzip
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -86,15 +87,18 @@ def iu_data(
 
 
 def _write(path: Path, rows: list[dict[str, object]]) -> None:
-    frame = pd.DataFrame(rows)
-    atomic_write(path, lambda tmp: frame.to_csv(tmp, index=False))
+    text = pd.DataFrame(rows).to_csv(index=False).encode()
+    # gzip without a name or timestamp in its header: the same rows give the same bytes
+    atomic_write(path, gzip.compress(text, mtime=0) if path.suffix == ".gz" else text)
 
 
-_KINDS = ("", "-labels", "-rounds")  #: the result files of an experiment: runs, labels, rounds
+#: the result files of an experiment: runs (plain CSV, read in review), and the bulk per-label and
+#: per-round rows (gzip-compressed CSV: a sweep's per-label rows pass 2 MB)
+_FILES = {"": ".csv", "-labels": ".csv.gz", "-rounds": ".csv.gz"}
 
 
 def _paths(name: str, out_dir: Path) -> dict[str, Path]:
-    return {kind: out_dir / f"{name}{kind}.csv" for kind in _KINDS}
+    return {kind: out_dir / f"{name}{kind}{suffix}" for kind, suffix in _FILES.items()}
 
 
 def stored(name: str, out_dir: Path = RESULTS) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:

@@ -189,8 +189,8 @@ def test_the_committed_beyond_tables_are_what_its_committed_runs_give(tmp_path) 
     from experiments.suite import main
 
     committed = Path(__file__).resolve().parents[1] / "experiments" / "results"
-    for kind in ("", "-labels", "-rounds"):
-        shutil.copy(committed / f"beyond{kind}.csv", tmp_path)
+    for name in ("beyond.csv", "beyond-labels.csv.gz", "beyond-rounds.csv.gz"):
+        shutil.copy(committed / name, tmp_path)
     main(["beyond", "--tables-only", "--out", str(tmp_path)])
     assert (tmp_path / "beyond.md").read_text() == (committed / "beyond.md").read_text()
     for png in ("beyond-sweep.png", "beyond-rounds.png", "beyond-labels.png"):
