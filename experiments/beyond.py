@@ -13,8 +13,7 @@ import numpy as np
 import pandas as pd
 
 from experiments.baselines import Method
-from experiments.runner import CENTRALS, REFERENCE, REFERENCES
-from reportfed.io import atomic_write
+from experiments.runner import CENTRALS, REFERENCE, REFERENCES, save_png
 
 #: Beyond the paper: engine options on top of surgical aggregation (same splits, paired tests).
 VARIANTS = {
@@ -228,8 +227,7 @@ def sweep_plot(summary: pd.DataFrame, path: Path) -> None:
     for ax in axes[1]:
         ax.set_xlabel("sites (K), 0 shared labels")
     fig.tight_layout()
-    atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=120, format="png"))
-    plt.close(fig)
+    save_png(fig, path)
 
 
 def curve_plot(rounds: pd.DataFrame, setting: str, path: Path) -> None:
@@ -262,8 +260,7 @@ def curve_plot(rounds: pd.DataFrame, setting: str, path: Path) -> None:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
-    atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=120, format="png"))
-    plt.close(fig)
+    save_png(fig, path)
 
 
 #: the candidates for the product's training defaults: the paper's settings and the

@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -35,6 +36,9 @@ from reportfed.io import atomic_write
 from reportfed.labels import CHEXPERT_13, LabelSpace
 from reportfed.paths import embeddings_cache_dir
 from reportfed.sentences import Granularity
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 #: where results go: relative to the working directory (the checkout's folder when run from its root)
 RESULTS = Path("experiments") / "results"
@@ -304,6 +308,13 @@ def plot(
     handles.update(dict(zip(*reversed(axes[1].get_legend_handles_labels()), strict=True)))
     fig.legend(handles.values(), handles.keys(), fontsize=8, loc="center right")
     fig.tight_layout(rect=(0, 0, 0.84, 1))
+    save_png(fig, path)
+
+
+def save_png(fig: Figure, path: Path) -> None:
+    """Write ``fig`` to ``path`` as a PNG, atomically, and close it."""
+    import matplotlib.pyplot as plt
+
     atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=120, format="png"))
     plt.close(fig)
 
@@ -329,8 +340,7 @@ def label_plot(labels: pd.DataFrame, setting: str, methods: Sequence[str], path:
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
-    atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=120, format="png"))
-    plt.close(fig)
+    save_png(fig, path)
 
 
 def repeats_default(quick: bool, repeats: int | None) -> int:
