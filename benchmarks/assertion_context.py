@@ -1,9 +1,9 @@
 """reportfed's assertion rules against medspaCy's ConText, on the behaviour and layout suites.
 
-Both read the same sentences (:mod:`reportfed.sentences`) and the same mentions (reportfed's
+Both read the same sentences (:mod:`reportfed.text.sentences`) and the same mentions (reportfed's
 lexicon is the target list); only the state of a finding phrase differs:
 
-* ``reportfed``: the cue rules of :mod:`reportfed.assertion`;
+* ``reportfed``: the cue rules of :mod:`reportfed.text.assertion`;
 * ``context``: medspaCy's ConText with its default rules on the mention's sentence (negated: 0;
   uncertain or hypothetical: -1; else 1);
 * ``either``: reportfed's state, except that a mention reportfed affirms takes ConText's
@@ -35,8 +35,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from reportfed import assertion
-from reportfed.io import atomic_write
+from reportfed.core.files import atomic_write
+from reportfed.text import assertion
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITES = {

@@ -4,7 +4,7 @@ Trains the default model (``reportfed.default_model``: two IU sites, 14 CheXpert
 level, 20 rounds; embeddings from the cache) and embeds uncached reports, each in a fresh
 process, alone and next to a CPU-bound process this script starts (two threads hashing, which
 keep both cores busy). Training runs with torch's default thread count (one per core: what
-reportfed did before) and with reportfed's (:data:`reportfed.threads.TRAINING_THREADS`);
+reportfed did before) and with reportfed's (:data:`reportfed.nn.threads.TRAINING_THREADS`);
 embedding with torch's default and with one thread.
 
 Writes ``benchmarks/results/contention.json``: ``alone_s``, ``busy_s`` and ``slowdown`` of
@@ -25,8 +25,8 @@ import sys
 import time
 from pathlib import Path
 
-from reportfed.io import atomic_write
-from reportfed.threads import TRAINING_THREADS
+from reportfed.core.files import atomic_write
+from reportfed.nn.threads import TRAINING_THREADS
 
 RESULTS = Path(__file__).resolve().parent / "results" / "contention.json"
 CPUS = os.cpu_count() or 1
@@ -50,7 +50,7 @@ CHILD = """
 import json, sys, time
 import numpy as np
 import torch
-from reportfed.config import FederationConfig
+from reportfed.core.config import FederationConfig
 from reportfed.data.iu import load_iu
 from reportfed.labeler import ReportLabeler
 task, rounds = sys.argv[1], int(sys.argv[2])

@@ -15,12 +15,12 @@ from pathlib import Path
 import pandas as pd
 from flower_engines import node_tables
 
-from reportfed import schema
-from reportfed.config import PAPER_SETTINGS
+from reportfed.core import schema
+from reportfed.core.config import PAPER_SETTINGS
+from reportfed.core.files import atomic_write
+from reportfed.core.paths import embeddings_cache_dir
 from reportfed.flower.launch import LoopbackFederation
 from reportfed.flower.server_app import HISTORY_FILE
-from reportfed.io import atomic_write
-from reportfed.paths import embeddings_cache_dir
 
 
 def main() -> None:

@@ -1,6 +1,6 @@
 """The same federated run on three engines, timed in one invocation:
 
-* in-process (``reportfed.engine.run_federation``);
+* in-process (``reportfed.reports.engine.run_federation``);
 * Flower's simulation engine (a SuperLink in simulation mode, virtual nodes on Ray);
 * Flower's deployment engine (SuperLink + one SuperNode process per hospital, loopback);
 * at K=3, the deployment engine again with secure aggregation (Flower's SecAgg+).
@@ -33,17 +33,17 @@ import numpy as np
 import pandas as pd
 
 from experiments.protocol import Protocol, partition
-from reportfed.aggregation import GlobalState
-from reportfed.config import FederationConfig, NodeSettings
+from reportfed.core.aggregation import GlobalState
+from reportfed.core.config import FederationConfig, NodeSettings
+from reportfed.core.files import atomic_write
+from reportfed.core.labels import CHEXPERT_13
+from reportfed.core.paths import embeddings_cache_dir
 from reportfed.data.iu import load_iu
-from reportfed.engine import run_federation
 from reportfed.flower.launch import LoopbackFederation
 from reportfed.flower.server_app import HISTORY_FILE, MODEL_FILE
-from reportfed.io import atomic_write
 from reportfed.labeler import ReportLabeler
-from reportfed.labels import CHEXPERT_13
-from reportfed.paths import embeddings_cache_dir
-from reportfed.report_node import load_report_node
+from reportfed.reports.engine import run_federation
+from reportfed.reports.node import load_report_node
 
 
 def node_tables(out: Path, k: int, seed: int = 0) -> list[Path]:

@@ -26,14 +26,14 @@ from scipy import stats
 from tqdm.auto import tqdm
 
 from experiments.protocol import Protocol, simulate
+from reportfed.core.config import GRANULARITIES
+from reportfed.core.files import atomic_write
+from reportfed.core.labels import CHEXPERT_13
+from reportfed.core.paths import embeddings_cache_dir
 from reportfed.data.iu import load_iu
 from reportfed.embed import make_embedder
 from reportfed.embed.granularity import embed_reports
-from reportfed.io import atomic_write
 from reportfed.labeler import ReportLabeler
-from reportfed.labels import CHEXPERT_13
-from reportfed.paths import embeddings_cache_dir
-from reportfed.sentences import GRANULARITIES
 
 RESULTS = Path(__file__).resolve().parent / "results" / "granularity.json"
 METRICS = ("auroc", "leakfree_f1", "paper_accuracy")

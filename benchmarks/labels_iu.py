@@ -29,11 +29,11 @@ from pathlib import Path
 import numpy as np
 from sklearn.metrics import brier_score_loss, f1_score, roc_auc_score
 
+from reportfed.core.files import atomic_write
+from reportfed.core.labels import CHEXPERT_14
+from reportfed.core.metrics import expected_calibration_error
 from reportfed.data.iu import load_iu
-from reportfed.io import atomic_write
 from reportfed.labeler import ReportLabeler
-from reportfed.labels import CHEXPERT_14
-from reportfed.metrics import expected_calibration_error
 
 RESULTS = Path(__file__).resolve().parent / "results" / "labels_iu.json"
 

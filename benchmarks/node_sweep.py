@@ -39,13 +39,12 @@ from experiments.baselines import METHODS, Scenario, method_nodes
 from experiments.lockstep import Compute, run_federations
 from experiments.protocol import Protocol, scenario
 from experiments.runner import iu_data
-from reportfed.config import FederationConfig
-from reportfed.engine import run_federation
-from reportfed.io import atomic_write
-from reportfed.metrics import auroc
-from reportfed.model import predict_state
-from reportfed.report_node import Node
-from reportfed.sentences import GRANULARITIES
+from reportfed.core.config import GRANULARITIES, FederationConfig
+from reportfed.core.files import atomic_write
+from reportfed.core.metrics import auroc
+from reportfed.reports.engine import run_federation
+from reportfed.reports.node import Node
+from reportfed.text.model import predict_state
 
 RESULTS = Path(__file__).resolve().parent / "results"
 PATHS = ("float32", "bf16", "loop")

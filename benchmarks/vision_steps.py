@@ -14,8 +14,8 @@ import time
 
 import torch
 
-from reportfed.io import atomic_write
-from reportfed.train import masked_bce
+from reportfed.core.files import atomic_write
+from reportfed.nn.loss import masked_bce
 from vision.models import build_model
 from vision.train import ImageFederationConfig, device_of
 

@@ -21,16 +21,15 @@ from typing import Any, Literal
 import numpy as np
 
 from experiments.lockstep import Compute, Mode, run_federations
-from reportfed.aggregation import GlobalState
-from reportfed.config import PAPER, FederationConfig
+from reportfed.core.aggregation import GlobalState
+from reportfed.core.config import PAPER, FederationConfig, Granularity
+from reportfed.core.labels import LabelSpace
+from reportfed.core.metrics import auroc, f1_thresholds, label_metrics
+from reportfed.core.paths import embeddings_cache_dir
 from reportfed.embed import DEFAULT_EMBEDDER, shared_embedder
 from reportfed.embed.granularity import embed_reports
-from reportfed.labels import LabelSpace
-from reportfed.metrics import auroc, f1_thresholds, label_metrics
-from reportfed.model import predict_state
-from reportfed.paths import embeddings_cache_dir
-from reportfed.report_node import Node, with_templates
-from reportfed.sentences import Granularity
+from reportfed.reports.node import Node, with_templates
+from reportfed.text.model import predict_state
 
 
 @dataclass(frozen=True)
@@ -288,7 +287,7 @@ def run_method(
 ) -> list[Outcome]:
     """Train ``method`` on every scenario (seeded by the scenario's seed) with the lockstep
     engine computing as ``compute`` says (its defaults when not given), and evaluate it
-    (``config``: the paper's, :data:`~reportfed.config.PAPER`, by default)."""
+    (``config``: the paper's, :data:`~reportfed.core.config.PAPER`, by default)."""
     scenarios = [s.at(method.granularity) for s in scenarios]
     config = replace(config or PAPER, **method.options)
     base = config

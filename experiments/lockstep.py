@@ -3,8 +3,8 @@
 :func:`run_federations` trains every node of several federations (the repeats of a sweep setting)
 at once. One Python step draws a mini-batch for every node, runs all the node MLPs as batched
 matrix products over stacked weights, and takes one Adam step per node. It replays the per-node
-loop of :func:`reportfed.engine.run_federation` step for step: the same batch orders,
-Adam's update rule and the server step of :func:`reportfed.aggregation.aggregate`.
+loop of :func:`reportfed.reports.engine.run_federation` step for step: the same batch orders,
+Adam's update rule and the server step of :func:`reportfed.core.aggregation.aggregate`.
 
 How it computes is a :class:`Compute`: the device, bfloat16 matrix products, and whether dropout
 masks replay the loop's draws. With ``replay`` a run gives the loop's models up to float rounding
@@ -23,7 +23,7 @@ What the server does is the ``mode`` (the baselines of :mod:`experiments.baselin
 Sentence bags (nodes whose ``x`` is ``(n, S, dim)``, see :mod:`reportfed.embed.granularity`)
 train the same way, batched over the sentence axis: every sentence row goes through the stacked
 MLPs and each label takes the largest logit over a report's sentences, as
-:func:`reportfed.model.pool_sentences` does. Their dropout masks are always drawn (the loop's
+:func:`reportfed.text.model.pool_sentences` does. Their dropout masks are always drawn (the loop's
 are one mask per real sentence in its batch order), so sentence runs equal the loop's exactly
 only without dropout (tested), and statistically with it.
 
@@ -47,16 +47,16 @@ import numpy as np
 import torch
 from torch.nn import functional
 
-from reportfed.aggregation import GlobalState, NodeUpdate
-from reportfed.config import FederationConfig
-from reportfed.labels import LabelSpace
-from reportfed.model import SKIP, sentence_mask
-from reportfed.report_node import Node, initial_state
-from reportfed.rounds import round_seed
-from reportfed.server import ServerOptions, SurgicalServer
-from reportfed.templates import lacked_negatives
-from reportfed.threads import torch_threads
-from reportfed.train import positive_weights
+from reportfed.core.aggregation import GlobalState, NodeUpdate
+from reportfed.core.config import FederationConfig
+from reportfed.core.labels import LabelSpace
+from reportfed.core.rounds import round_seed
+from reportfed.core.server import ServerOptions, SurgicalServer
+from reportfed.nn.threads import torch_threads
+from reportfed.reports.node import Node, initial_state
+from reportfed.text.model import SKIP, sentence_mask
+from reportfed.text.templates import lacked_negatives
+from reportfed.text.train import positive_weights
 
 Mode = Literal["surgical", "local-heads", "split", "none"]
 MODES: tuple[Mode, ...] = ("surgical", "local-heads", "split", "none")
@@ -203,7 +203,7 @@ class _Bags:
     @staticmethod
     def store(bags: Sequence[np.ndarray], device: torch.device) -> tuple[torch.Tensor, _Bags]:
         """The sentence table of bags ``(n, S, dim)`` (all-zero rows are padding, see
-        :func:`~reportfed.model.sentence_mask`), followed by one empty bag."""
+        :func:`~reportfed.text.model.sentence_mask`), followed by one empty bag."""
         masks = [sentence_mask(torch.from_numpy(x)).numpy() for x in bags]
         count = np.concatenate([*(m.sum(1) for m in masks), [0]])
         dim = bags[0].shape[-1]
@@ -282,7 +282,7 @@ def _dropout(h: torch.Tensor, kept: torch.Tensor, p: float) -> torch.Tensor:
 
 
 def _layer_keys(hidden: Sequence[int]) -> list[tuple[str, str]]:
-    """Array keys of :class:`~reportfed.model.ReportMLP`'s linear layers (Linear, ReLU, Dropout
+    """Array keys of :class:`~reportfed.text.model.ReportMLP`'s linear layers (Linear, ReLU, Dropout
     per hidden layer, then the head)."""
     keys = [(f"{3 * i}.weight", f"{3 * i}.bias") for i in range(len(hidden))]
     return [*keys, ("weight", "bias")]
@@ -469,7 +469,7 @@ class _Lockstep:
     def _schedule(self, round_: int) -> tuple[torch.Tensor, list[torch.Tensor], torch.Tensor]:
         """Row indices ``(S, M, B)``, each node's number of steps, and with ``replay`` (report rows)
         the 0/1 dropout masks per hidden layer ``(S, M, B, h)``, all drawn exactly as
-        :func:`~reportfed.train.train_local` draws them (one generator per node and round for
+        :func:`~reportfed.text.train.train_local` draws them (one generator per node and round for
         the batch order, one for the dropout masks)."""
         c = self.config
         batches = [-(-len(n.x) // c.batch_size) * c.local_epochs for _, _, n in self.members]

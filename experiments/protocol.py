@@ -16,7 +16,9 @@ import numpy as np
 from sklearn.base import clone
 
 from experiments.baselines import Scenario, SiteRows
-from reportfed.config import PAPER, FederationConfig, check_fraction
+from reportfed.core.config import PAPER, FederationConfig, check_fraction
+from reportfed.core.labels import LabelSpace
+from reportfed.core.metrics import evaluate
 from reportfed.data.partition import (
     dirichlet_rows,
     holdout,
@@ -26,8 +28,6 @@ from reportfed.data.partition import (
 )
 from reportfed.embed import DEFAULT_EMBEDDER
 from reportfed.labeler import ReportLabeler
-from reportfed.labels import LabelSpace
-from reportfed.metrics import evaluate
 
 
 @dataclass(frozen=True)

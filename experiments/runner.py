@@ -28,14 +28,13 @@ from tqdm.auto import tqdm
 
 from experiments.baselines import METHODS, Method, Scenario, run_method
 from experiments.lockstep import Compute
-from reportfed.config import FederationConfig
+from reportfed.core.config import FederationConfig, Granularity
+from reportfed.core.files import atomic_write
+from reportfed.core.labels import CHEXPERT_13, LabelSpace
+from reportfed.core.paths import embeddings_cache_dir
 from reportfed.data.iu import load_iu
 from reportfed.embed import make_embedder
 from reportfed.embed.granularity import embed_reports
-from reportfed.io import atomic_write
-from reportfed.labels import CHEXPERT_13, LabelSpace
-from reportfed.paths import embeddings_cache_dir
-from reportfed.sentences import Granularity
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

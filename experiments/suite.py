@@ -63,10 +63,10 @@ from experiments.runner import (
     summarize,
 )
 from experiments.sources import mpnet_path, negbio_csv
-from reportfed.config import PAPER, FederationConfig
+from reportfed.core.config import PAPER, FederationConfig
+from reportfed.core.files import atomic_write
+from reportfed.core.labels import CHEXPERT_13, LabelSpace, canonical
 from reportfed.data.iu import load_negbio
-from reportfed.io import atomic_write
-from reportfed.labels import CHEXPERT_13, LabelSpace, canonical
 
 #: Shah et al. (MIDL 2025), private radiologist labels: paper accuracy (%).
 PAPER_NODES = {1.0: 91.67, 2.0: 89.98, 10.0: 74.73}

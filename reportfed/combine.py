@@ -20,9 +20,9 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
-from reportfed.errors import ConfigError
-from reportfed.labels import LabelSpace
-from reportfed.metrics import auroc
+from reportfed.core.errors import ConfigError
+from reportfed.core.labels import LabelSpace
+from reportfed.core.metrics import auroc
 
 
 class Predictor(Protocol):

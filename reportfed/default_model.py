@@ -2,7 +2,7 @@
 
 It is a federated run of two simulated IID sites sharing all 14 CheXpert labels on every IU
 report (MeSH-derived labels), sentence-level, with the default embedder and the paper's
-hyperparameters (:data:`~reportfed.config.PAPER`: two sites holding every label need neither
+hyperparameters (:data:`~reportfed.core.config.PAPER`: two sites holding every label need neither
 knowledge transfer nor template sentences, and it builds in seconds on first use), cached in the
 user cache directory. Its thresholds are chosen for F1 on the sites' validation rows.
 """
@@ -15,12 +15,12 @@ from pathlib import Path
 import numpy as np
 
 from reportfed import __version__
-from reportfed.config import PAPER
-from reportfed.errors import ModelFileError
+from reportfed.core.config import PAPER
+from reportfed.core.errors import ModelFileError
+from reportfed.core.labels import CHEXPERT_14
+from reportfed.core.paths import cache_dir
 from reportfed.labeler import ReportLabeler
-from reportfed.labels import CHEXPERT_14
-from reportfed.model_file import FORMAT
-from reportfed.paths import cache_dir
+from reportfed.text.model_file import FORMAT
 
 SITES = 2
 

@@ -21,30 +21,30 @@ import pandas as pd
 from sklearn.base import BaseEstimator
 
 from reportfed import __version__
-from reportfed.aggregation import GlobalState, node_arrays
-from reportfed.assertion import Mention
-from reportfed.calibration import (
+from reportfed.core.aggregation import GlobalState, node_arrays
+from reportfed.core.config import FederationConfig, Granularity, check_fraction
+from reportfed.core.errors import ConfigError, ModelFileError, ReportfedError, ReportfedWarning
+from reportfed.core.labels import LabelSpace, warn_if_all_positive
+from reportfed.core.metrics import f1_thresholds
+from reportfed.core.paths import embeddings_cache_dir
+from reportfed.core.schema import architecture, architecture_fields
+from reportfed.data.partition import holdout
+from reportfed.data.table import ReportTable
+from reportfed.embed import DEFAULT_EMBEDDER, Embedder, shared_embedder
+from reportfed.embed.granularity import embed_reports
+from reportfed.reports.engine import run_federation
+from reportfed.reports.node import Node, with_templates
+from reportfed.text.assertion import Mention
+from reportfed.text.calibration import (
     calibrate,
     calibration_features,
     fit_calibration,
     identity_calibration,
 )
-from reportfed.config import FederationConfig, check_fraction
-from reportfed.data.partition import holdout
-from reportfed.data.table import ReportTable
-from reportfed.embed import DEFAULT_EMBEDDER, Embedder, shared_embedder
-from reportfed.embed.granularity import embed_reports
-from reportfed.engine import run_federation
-from reportfed.errors import ConfigError, ModelFileError, ReportfedError, ReportfedWarning
-from reportfed.labels import LabelSpace, warn_if_all_positive
-from reportfed.metrics import f1_thresholds
-from reportfed.model import decisive_sentences, global_model, predict_state
-from reportfed.model_file import ModelFile, read_model, write_model
-from reportfed.paths import embeddings_cache_dir
-from reportfed.report_node import Node, with_templates
-from reportfed.schema import architecture, architecture_fields
-from reportfed.sentences import Granularity, check_granularity, report_units
-from reportfed.states import NO_FINDING, chexpert_states, report_mentions
+from reportfed.text.model import decisive_sentences, global_model, predict_state
+from reportfed.text.model_file import ModelFile, read_model, write_model
+from reportfed.text.sentences import check_granularity, report_units
+from reportfed.text.states import NO_FINDING, chexpert_states, report_mentions
 
 #: reports embedded and scored at once by :meth:`ReportLabeler.predict_proba` (bounds memory)
 PREDICT_CHUNK = 2048
@@ -88,7 +88,7 @@ class ReportLabeler(BaseEstimator):
         Base URL for an ``openai:`` embedder.
     config:
         Federation hyperparameters (rounds, local epochs, MLP sizes, learning rate, seed...);
-        ``None``: :class:`~reportfed.config.FederationConfig`'s defaults.
+        ``None``: :class:`~reportfed.core.config.FederationConfig`'s defaults.
     val_fraction:
         Share of each node's rows held out to choose per-label labelling thresholds (best F1),
         in [0, 1).
@@ -101,7 +101,7 @@ class ReportLabeler(BaseEstimator):
         Show progress bars.
 
     Learned attributes: ``classes_`` (label names), ``thresholds_`` (on the model's scores),
-    ``calibration_`` (:mod:`reportfed.calibration`), ``state_`` (global weights),
+    ``calibration_`` (:mod:`reportfed.text.calibration`), ``state_`` (global weights),
     ``embedder_fingerprint_``, ``input_dim_``, ``provenance_``.
     """
 
@@ -216,7 +216,7 @@ class ReportLabeler(BaseEstimator):
         ``fingerprint`` names the embedder that made ``x`` (default: this labeler's embedder);
         ``x`` is ``(n, dim)`` or sentence bags ``(n, S, dim)``, as :meth:`embed` makes them.
         ``texts``, the reports ``x`` embeds, lets the probabilities be calibrated with the
-        mentions (:mod:`reportfed.calibration`); without them they are the model's scores.
+        mentions (:mod:`reportfed.text.calibration`); without them they are the model's scores.
         """
         self._validate()
         _check_embeddings(x, check_granularity(self.granularity))
@@ -410,7 +410,7 @@ class ReportLabeler(BaseEstimator):
     def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
         """Presence probabilities ``(len(texts), len(classes_))``: the model's score fused with
         the text's mentions by the calibration fitted on the validation rows
-        (:mod:`reportfed.calibration`)."""
+        (:mod:`reportfed.text.calibration`)."""
         return self._stack([self._calibrated(r) for r in self._read(texts)])
 
     def predict(self, texts: Sequence[str]) -> np.ndarray:
@@ -420,7 +420,7 @@ class ReportLabeler(BaseEstimator):
 
     def predict_states(self, texts: Sequence[str]) -> np.ndarray:
         """The CheXpert labeler's four states ``(len(texts), len(classes_))``: 1 positive,
-        0 mentioned and negated, -1 uncertain, NaN not mentioned (see :mod:`reportfed.states`)."""
+        0 mentioned and negated, -1 uncertain, NaN not mentioned (see :mod:`reportfed.text.states`)."""
         return self._stack([self._states(r) for r in self._read(texts)])
 
     def predict_evidence(
@@ -490,7 +490,7 @@ class ReportLabeler(BaseEstimator):
 
     # -- persistence -------------------------------------------------------------------------
     def save(self, path: str | Path) -> Path:
-        """Write the model to one safetensors file (:mod:`reportfed.model_file`), atomically."""
+        """Write the model to one safetensors file (:mod:`reportfed.text.model_file`), atomically."""
         return write_model(path, self.model_file())
 
     def model_file(self) -> ModelFile:
@@ -567,7 +567,7 @@ def _check_embeddings(x: np.ndarray, granularity: Granularity) -> None:
         )
 
 
-def chance_loss(config: FederationConfig) -> float:
+def _chance_loss(config: FederationConfig) -> float:
     """At least the training loss of a model that says 0.5 everywhere: the binary cross-entropy
     ln 2 per annotated entry (at most twice that with ``balance``, where a positive weighs its
     label's negatives/positives: the weights of a label's entries average to at most 2), plus
@@ -579,9 +579,9 @@ def _warn_if_untrained(
     losses: dict[str, float], thresholds: np.ndarray, labels: LabelSpace, config: FederationConfig
 ) -> None:
     """Warn when training ran but did not learn: a node's final training loss no better than a
-    coin flip's (:func:`chance_loss`), or validation scores saturated at 0 or 1 (a threshold at
+    coin flip's (:func:`_chance_loss`), or validation scores saturated at 0 or 1 (a threshold at
     the end of the range)."""
-    chance = chance_loss(config)
+    chance = _chance_loss(config)
     stuck = {n: v for n, v in losses.items() if not v < chance}
     if stuck:
         worst = max(stuck, key=lambda n: stuck[n])

@@ -40,8 +40,8 @@ def iu_archive_or_none(pytestconfig: pytest.Config) -> Path | None:
     shared = SHARED / "iu" / "NLMCXR_reports.tgz"
     if shared.exists():
         return shared
+    from reportfed.core.errors import ArchiveError
     from reportfed.data import iu
-    from reportfed.errors import ArchiveError
 
     previous = os.environ.get("REPORTFED_CACHE_DIR")
     os.environ["REPORTFED_CACHE_DIR"] = str(pytestconfig.cache.mkdir("reportfed-iu"))
@@ -92,9 +92,9 @@ def embeddings_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def iu_embedded(minilm, embeddings_cache, iu_archive_or_none):  # type: ignore[no-untyped-def]
     """IU reports with all 13 findings annotated, their labels and MiniLM embeddings."""
+    from reportfed.core.labels import CHEXPERT_13
     from reportfed.data.iu import load_iu
     from reportfed.embed import embed_texts
-    from reportfed.labels import CHEXPERT_13
 
     path = iu_archive_or_none
     if path is None:

@@ -10,14 +10,13 @@ import numpy as np
 import pandas as pd
 import tomllib
 
-from reportfed.aggregation import GlobalState
-from reportfed.config import FederationConfig, NodeSettings, RunSettings
+from reportfed.core.aggregation import GlobalState
+from reportfed.core.config import FederationConfig, Granularity, NodeSettings, RunSettings
+from reportfed.core.labels import canonical
 from reportfed.data.iu import load_iu
-from reportfed.engine import run_federation
 from reportfed.flower.launch import APP_DIR
-from reportfed.labels import canonical
-from reportfed.report_node import load_report_node
-from reportfed.sentences import Granularity
+from reportfed.reports.engine import run_federation
+from reportfed.reports.node import load_report_node
 
 NODE_LABELS = {
     "a": ["Cardiomegaly", "Pleural Effusion", "Atelectasis"],

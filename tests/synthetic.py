@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from reportfed.labels import LabelSpace
+from reportfed.core.labels import LabelSpace
 
 
 def synthetic(

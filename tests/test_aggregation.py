@@ -5,10 +5,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reportfed.aggregation import GlobalState, NodeUpdate, aggregate, node_arrays
-from reportfed.errors import InvalidUpdateError
-from reportfed.labels import CHEXPERT_13, LabelSpace
-from reportfed.server import ServerMomentum, ServerOptions
+from reportfed.core.aggregation import GlobalState, NodeUpdate, aggregate, node_arrays
+from reportfed.core.errors import InvalidUpdateError
+from reportfed.core.labels import CHEXPERT_13, LabelSpace
+from reportfed.core.server import ServerMomentum, ServerOptions
 
 H = 4
 

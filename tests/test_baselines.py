@@ -10,7 +10,7 @@ import pytest
 from experiments.baselines import METHODS, run_method
 from experiments.lockstep import Compute
 from experiments.protocol import Protocol, scenario, simulate
-from reportfed.config import PAPER
+from reportfed.core.config import PAPER
 from reportfed.data.partition import dirichlet_rows
 
 from .synthetic import synthetic

@@ -6,7 +6,7 @@ import pytest
 
 from experiments.simulate import main as simulate
 from reportfed.cli import main
-from reportfed.labels import CHEXPERT_14
+from reportfed.core.labels import CHEXPERT_14
 
 from .conftest import ROOT
 
@@ -265,7 +265,7 @@ def test_outputs_that_would_clobber_inputs_or_a_directory_are_refused(tmp_path, 
 
 
 def test_a_replaced_output_keeps_its_mode_and_a_symlink_its_target(tmp_path) -> None:
-    from reportfed.io import atomic_write
+    from reportfed.core.files import atomic_write
 
     private = tmp_path / "labels.csv"
     private.write_text("old")

@@ -7,9 +7,9 @@ from typing import ClassVar
 import numpy as np
 import pytest
 
+from reportfed.core.errors import EmbeddingError
 from reportfed.embed import OpenAIEmbedder, embed_texts, make_embedder
 from reportfed.embed.cache import EmbeddingCache, text_key
-from reportfed.errors import EmbeddingError
 
 TEXTS = [
     "Heart size normal.",
@@ -99,7 +99,7 @@ def test_shards_all_of_a_wrong_size_and_a_directory_entry_are_removed(
 
 
 def test_unknown_embedder_kind_is_a_one_line_error() -> None:
-    from reportfed.errors import EmbeddingError
+    from reportfed.core.errors import EmbeddingError
 
     with pytest.raises(EmbeddingError, match="unknown embedder kind 'bert'"):
         make_embedder("bert:/models/x")

@@ -3,13 +3,14 @@ import pytest
 import torch
 
 from experiments.protocol import Protocol, simulate
-from reportfed.config import FederationConfig
-from reportfed.engine import run_federation
-from reportfed.labels import LabelSpace
-from reportfed.metrics import auroc
-from reportfed.model import global_model, predict_proba
-from reportfed.report_node import Node
-from reportfed.train import masked_bce, positive_weights
+from reportfed.core.config import FederationConfig
+from reportfed.core.labels import LabelSpace
+from reportfed.core.metrics import auroc
+from reportfed.nn.loss import masked_bce
+from reportfed.reports.engine import run_federation
+from reportfed.reports.node import Node
+from reportfed.text.model import global_model, predict_proba
+from reportfed.text.train import positive_weights
 
 from .synthetic import synthetic
 
@@ -108,7 +109,7 @@ def test_protocol_central_and_federated_on_synthetic_data() -> None:
     ],
 )
 def test_config_refuses_values_no_run_can_use(field: str, value: object) -> None:
-    from reportfed.errors import ConfigError
+    from reportfed.core.errors import ConfigError
 
     with pytest.raises(ConfigError, match=field):
         FederationConfig(**{field: value})  # type: ignore[arg-type]

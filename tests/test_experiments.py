@@ -9,7 +9,7 @@ from scipy import stats
 from experiments import runner
 from experiments.protocol import Protocol, scenario
 from experiments.runner import Setting, label_plot, label_table, markdown, plot, run, summarize
-from reportfed.config import PAPER
+from reportfed.core.config import PAPER
 
 from .synthetic import synthetic
 

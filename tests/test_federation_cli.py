@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 
 from reportfed.cli import main
-from reportfed.config import FederationConfig
+from reportfed.core.config import FederationConfig
+from reportfed.core.labels import LabelSpace
 from reportfed.labeler import ReportLabeler
-from reportfed.labels import LabelSpace
 
 
 def test_certs_then_server_and_node_refuse_to_start_without_tls_material(

@@ -19,19 +19,19 @@ pytest.importorskip("flwr")
 
 from flwr.app import Array, ArrayRecord, Message
 
-from reportfed import schema
-from reportfed.aggregation import Arrays, GlobalState
-from reportfed.calibration import IDENTITY
-from reportfed.config import FederationConfig
+from reportfed.core import schema
+from reportfed.core.aggregation import Arrays, GlobalState
+from reportfed.core.config import FederationConfig
+from reportfed.core.labels import LabelSpace
 from reportfed.embed.weights import resolve_model_path
 from reportfed.flower import client_app, server_app
 from reportfed.flower.exchange import run_on_grid
 from reportfed.flower.strategy import SurgicalAggregation
 from reportfed.flower.wire import ARRAYS, config_record
 from reportfed.labeler import ReportLabeler
-from reportfed.labels import LabelSpace
-from reportfed.model import SKIP
-from reportfed.report_node import initial_state
+from reportfed.reports.node import initial_state
+from reportfed.text.calibration import IDENTITY
+from reportfed.text.model import SKIP
 
 from .direct_grid import DirectGrid
 from .flower_nodes import CONFIG, UNION, assert_same, engine_state, run_config

@@ -4,9 +4,9 @@ import shutil
 import numpy as np
 import pytest
 
+from reportfed.core.errors import ArchiveError
+from reportfed.core.labels import CHEXPERT_14
 from reportfed.data import iu
-from reportfed.errors import ArchiveError
-from reportfed.labels import CHEXPERT_14
 
 from .conftest import shared_file
 

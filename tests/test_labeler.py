@@ -1,10 +1,10 @@
 import numpy as np
 import pytest
 
-from reportfed.config import FederationConfig
-from reportfed.errors import ConfigError, ModelFileError, ReportfedError
+from reportfed.core.config import FederationConfig
+from reportfed.core.errors import ConfigError, ModelFileError, ReportfedError
+from reportfed.core.labels import LabelSpace
 from reportfed.labeler import ReportLabeler
-from reportfed.labels import LabelSpace
 
 CONFIG = FederationConfig(rounds=8, hidden=(64, 32), lr=3e-3)
 
@@ -40,7 +40,7 @@ def test_fit_predicts_the_union_of_node_labels(fitted) -> None:  # type: ignore[
     assert p.shape == (600, 5) and ((p >= 0) & (p <= 1)).all()
     pred = labeler.predict(test.texts)
     assert set(np.unique(pred)) <= {0.0, 1.0}
-    from reportfed.metrics import auroc
+    from reportfed.core.metrics import auroc
 
     y = test.labels[:, test.label_space.indices(list(labeler.classes_))]
     assert np.nanmin(auroc(y, p)) > 0.75
@@ -54,7 +54,7 @@ def test_fit_predicts_the_union_of_node_labels(fitted) -> None:  # type: ignore[
 def test_probabilities_are_calibrated_with_the_mentions(fitted) -> None:  # type: ignore[no-untyped-def]
     """The calibration fitted on the validation rows reads an affirmed mention as evidence for
     the finding and a negated one against it, and improves the Brier score on unseen rows."""
-    from reportfed.calibration import FEATURES
+    from reportfed.text.calibration import FEATURES
 
     labeler, table = fitted
     coef = dict(zip(FEATURES, labeler.calibration_[0, :-1], strict=False))
@@ -147,7 +147,7 @@ def test_classes_keep_the_callers_label_order(iu_embedded, embeddings_cache) -> 
     labeler.fit(sub.texts, sub.labels, labels)
     assert list(labeler.classes_) == labels
     p = labeler.predict_proba(sub.texts[:200])
-    from reportfed.metrics import auroc
+    from reportfed.core.metrics import auroc
 
     assert auroc(sub.labels[:200, :1], p[:, :1])[0] > 0.6  # column 0 is Cardiomegaly
     with pytest.raises(ReportfedError, match="not one string"):
@@ -174,7 +174,7 @@ def _rewrite(path, edit) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_edited_metadata_fails_the_checksum_v1_is_refused_and_v3_loads(fitted, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from reportfed.model_file import checksum as _checksum
+    from reportfed.text.model_file import checksum as _checksum
 
     labeler, _ = fitted
     for edit in (

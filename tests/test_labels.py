@@ -1,7 +1,7 @@
 import pytest
 
-from reportfed.errors import LabelError
-from reportfed.labels import CHEXPERT_13, CHEXPERT_14, NIH_14, LabelSpace, canonical, is_known
+from reportfed.core.errors import LabelError
+from reportfed.core.labels import CHEXPERT_13, CHEXPERT_14, NIH_14, LabelSpace, canonical, is_known
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,8 @@
 """The house's rooms: the product (``reportfed/``) imports nothing from the research
 (``experiments/``), ``vision/`` imports only the product, and no arrow climbs back up the
-product's layers (core and text -> node algorithms and labeler -> Flower -> command line)."""
+product's layers. A module's layer is its folder: ``reportfed/core/`` at the bottom, then the
+folders of each layer below, the public modules at ``reportfed/``'s top (the labeler, the default
+model, ``combine``), then ``flower/``, then ``cli/``."""
 
 from __future__ import annotations
 
@@ -10,14 +12,17 @@ from pathlib import Path
 
 from .conftest import ROOT
 
-#: the product's layers, bottom first; a module may import its own layer or lower ones
+#: the product's folders by layer, bottom first; a module may import its own layer or lower ones
 LAYERS = (
-    "reportfed",  # core (the node interface too), text, data, embed: every module not named below
-    ("reportfed.report_node", "reportfed.engine", "reportfed.labeler",
-     "reportfed.default_model", "reportfed.combine"),
-    ("reportfed.flower",),
-    ("reportfed.cli", "reportfed.__main__"),
-)  # fmt: skip
+    ("core",),  # pure NumPy: errors, labels, settings, aggregation, server, rounds, node interface
+    ("nn", "data"),  # torch pieces both modalities share; corpora and tables
+    ("text",),  # sentences, assertions, states, calibration, templates, the report model
+    ("embed",),  # embedders and the cache
+    ("reports",),  # the report node algorithm and the in-process engine
+    (None,),  # the public modules at the package's top: labeler, default_model, combine
+    ("flower",),
+    ("cli", "__main__"),
+)
 
 
 def _module(path: Path) -> str:
@@ -40,11 +45,22 @@ def imports(package: str) -> dict[str, set[str]]:
 
 
 def layer(module: str) -> int:
-    """The layer of a product module."""
-    for level, prefixes in enumerate(LAYERS[1:], start=1):
-        if any(module == p or module.startswith(p + ".") for p in prefixes):
+    """The layer of a product module (or a name in one), from its folder
+    (``reportfed.<folder>.<module>``): a module directly in ``reportfed/`` is a public module, and
+    the package itself (``__version__``, nothing imported) is at the bottom."""
+    parts = module.split(".")
+    if len(parts) == 1 or (parts[1].startswith("__") and parts[1] != "__main__"):
+        return 0
+    for level, folders in enumerate(LAYERS):
+        if parts[1] in folders:
             return level
-    return 0
+    if (ROOT / "reportfed" / f"{parts[1]}.py").is_file():
+        return LAYERS.index((None,))
+    raise AssertionError(f"{module} is in no layer: add its folder to LAYERS")
+
+
+def test_every_product_module_is_in_a_layer() -> None:
+    assert {m: layer(m) for m in imports("reportfed")}  # raises for a module outside the layers
 
 
 def test_the_product_imports_nothing_from_the_research() -> None:
@@ -64,6 +80,13 @@ def test_no_arrow_climbs_back_up_the_product() -> None:
         if name.startswith("reportfed.") and layer(name) > layer(module)
     )
     assert up == []
+
+
+def test_the_core_imports_no_torch() -> None:
+    core = {m: names for m, names in imports("reportfed").items() if m.startswith("reportfed.core")}
+    assert {
+        m: sorted(n for n in names if n.split(".")[0] == "torch") for m, names in core.items()
+    } == {m: [] for m in core}
 
 
 def test_every_relative_link_of_the_docs_names_a_file() -> None:

@@ -17,14 +17,15 @@ from experiments.lockstep import (
     _pool,
     run_federations,
 )
-from reportfed.aggregation import node_arrays
-from reportfed.config import PAPER
-from reportfed.engine import run_federation
-from reportfed.labels import LabelSpace
-from reportfed.model import SKIP, ReportMLP, load_arrays, to_arrays
-from reportfed.report_node import Node, initial_state
-from reportfed.rounds import round_seed
-from reportfed.train import train_local
+from reportfed.core.aggregation import node_arrays
+from reportfed.core.config import PAPER
+from reportfed.core.labels import LabelSpace
+from reportfed.core.rounds import round_seed
+from reportfed.nn.arrays import load_arrays, to_arrays
+from reportfed.reports.engine import run_federation
+from reportfed.reports.node import Node, initial_state
+from reportfed.text.model import SKIP, ReportMLP
+from reportfed.text.train import train_local
 
 from .synthetic import synthetic
 
@@ -246,8 +247,8 @@ def test_sentence_bags_are_packed_to_their_real_sentences_and_pooled_per_bag() -
 def test_lockstep_without_replay_learns_like_the_loop(granularity: str, compute: Compute) -> None:
     """Drawn dropout masks (sentence bags always draw them) and bfloat16 products: not the loop's
     numbers, the same learning."""
-    from reportfed.metrics import auroc
-    from reportfed.model import predict_state
+    from reportfed.core.metrics import auroc
+    from reportfed.text.model import predict_state
 
     x, y, space = synthetic(n=1000, dim=12, seed=0)
     rows = [slice(0, 300), slice(300, 600), slice(600, 1000)]

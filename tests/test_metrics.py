@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from reportfed.metrics import (
+from reportfed.core.metrics import (
     accuracy_at,
     auroc,
     evaluate,

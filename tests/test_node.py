@@ -11,13 +11,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from reportfed import schema
-from reportfed.aggregation import GlobalState
-from reportfed.config import NodeSettings
-from reportfed.labels import LabelSpace
-from reportfed.node import NodeAlgorithm, modality
-from reportfed.rounds import run_rounds
-from reportfed.server import SurgicalServer
+from reportfed.core import schema
+from reportfed.core.aggregation import GlobalState
+from reportfed.core.config import NodeSettings
+from reportfed.core.labels import LabelSpace
+from reportfed.core.node import NodeAlgorithm
+from reportfed.core.rounds import run_rounds
+from reportfed.core.server import SurgicalServer
+from reportfed.flower.modalities import modality
 
 REPORTS = [
     ("Heart size is enlarged. No pleural effusion.", 1, 0),
@@ -80,7 +81,7 @@ def test_a_node_setting_declared_once_is_a_flag_a_node_config_key_and_a_handshak
     from reportfed.cli import build_parser
     from reportfed.flower import client_app
     from reportfed.flower.wire import description_records, read_description
-    from reportfed.report_node import Node, ReportAlgorithm
+    from reportfed.reports.node import Node, ReportAlgorithm
 
     extended = make_dataclass(
         "Extended",

@@ -11,7 +11,7 @@ import pytest
 
 from experiments.simulate import main as simulate
 from reportfed.cli import main
-from reportfed.config import FederationConfig
+from reportfed.core.config import FederationConfig
 from reportfed.labeler import ReportLabeler
 
 from .conftest import ROOT

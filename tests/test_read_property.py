@@ -12,8 +12,8 @@ import pandas as pd
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from reportfed.core.errors import ReportfedError
 from reportfed.data.table import TEXT_COLUMNS, read_reports
-from reportfed.errors import ReportfedError
 
 CELLS = st.one_of(
     st.text(max_size=40),

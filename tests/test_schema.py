@@ -9,9 +9,9 @@ import dataclasses
 import pytest
 import tomllib
 
-from reportfed import schema
 from reportfed.cli import build_parser
-from reportfed.config import (
+from reportfed.core import schema
+from reportfed.core.config import (
     FLOWER_DEFAULTS,
     FederationConfig,
     NodeSettings,
@@ -19,7 +19,7 @@ from reportfed.config import (
     SiteSettings,
 )
 from reportfed.flower.launch import APP_DIR
-from reportfed.node import hyperparameters
+from reportfed.flower.modalities import hyperparameters
 
 
 def _subparser(parser: argparse.ArgumentParser, *path: str) -> argparse.ArgumentParser:

@@ -21,11 +21,11 @@ pytest.importorskip("flwr")
 
 from flwr.app import Context, Message, RecordDict
 
-from reportfed.aggregation import Sums
 from reportfed.cli import main
+from reportfed.core.aggregation import Sums
+from reportfed.core.server import SurgicalServer
 from reportfed.flower import client_app, server_app
 from reportfed.labeler import ReportLabeler
-from reportfed.server import SurgicalServer
 
 from .direct_grid import DirectGrid, Tamper
 from .flower_nodes import UNION, run_config

@@ -1,6 +1,6 @@
 import pytest
 
-from reportfed.sentences import MAX_WORDS, OVERLAP, report_units, split_sentences, windows
+from reportfed.text.sentences import MAX_WORDS, OVERLAP, report_units, split_sentences, windows
 
 
 @pytest.mark.parametrize(
@@ -59,8 +59,8 @@ def test_report_units_never_empty() -> None:
 
 
 def test_context_sections_are_not_read() -> None:
-    from reportfed.assertion import report_assertions
-    from reportfed.sentences import findings_sentences, split_sections
+    from reportfed.text.assertion import report_assertions
+    from reportfed.text.sentences import findings_sentences, split_sections
 
     text = (
         "EXAMINATION: CHEST (PA AND LAT)\n\nINDICATION: Fever, evaluate for pneumonia.\n\n"
@@ -110,6 +110,6 @@ def test_context_sections_are_not_read() -> None:
     ],
 )
 def test_sections_follow_the_layout(text: str, expected: list[str]) -> None:
-    from reportfed.sentences import findings_sentences
+    from reportfed.text.sentences import findings_sentences
 
     assert findings_sentences(text) == expected

@@ -1,4 +1,4 @@
-"""The server step, written once (:class:`reportfed.server.SurgicalServer`): its rules, and one
+"""The server step, written once (:class:`reportfed.core.server.SurgicalServer`): its rules, and one
 server option (``server_lr``) declared once and obeyed by every engine: the in-process loop, the
 lockstep engine, the image federation and the Flower strategy."""
 
@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 
 from experiments.lockstep import run_federations
-from reportfed.aggregation import GlobalState, NodeUpdate, Sums, aggregate, update_norm
-from reportfed.config import FederationConfig
-from reportfed.engine import run_federation
-from reportfed.errors import ConfigError
-from reportfed.labels import LabelSpace
-from reportfed.report_node import Node, initial_state
-from reportfed.server import ServerOptions, SurgicalServer
+from reportfed.core.aggregation import GlobalState, NodeUpdate, Sums, aggregate, update_norm
+from reportfed.core.config import FederationConfig
+from reportfed.core.errors import ConfigError
+from reportfed.core.labels import LabelSpace
+from reportfed.core.server import ServerOptions, SurgicalServer
+from reportfed.reports.engine import run_federation
+from reportfed.reports.node import Node, initial_state
 
 from .synthetic import synthetic
 
@@ -116,7 +116,7 @@ def _lockstep(config: FederationConfig) -> tuple[GlobalState, GlobalState]:
 
 def _vision(tmp_path: Path) -> tuple[GlobalState, GlobalState]:
     pytest.importorskip("monai")
-    from reportfed.model import to_arrays
+    from reportfed.nn.arrays import to_arrays
     from vision.data import read_image_table
     from vision.federation import ImageFederationConfig, ImageNode, new_model, run_image_federation
     from vision.synthetic import write_synthetic_node

@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from reportfed.assertion import report_assertions
-from reportfed.states import chexpert_states
+from reportfed.text.assertion import report_assertions
+from reportfed.text.states import chexpert_states
 
 NEGATIONS = [
     "No {x}.",

@@ -4,9 +4,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from reportfed.core.errors import InputFileError
 from reportfed.data.mimic import load_mimic, report_sections
 from reportfed.data.table import read_reports
-from reportfed.errors import InputFileError
 
 from .conftest import shared_file
 

@@ -1,16 +1,16 @@
-"""Template sentences (:mod:`reportfed.templates`): what they say, how a node carries them, and
+"""Template sentences (:mod:`reportfed.text.templates`): what they say, how a node carries them, and
 what they teach a head whose reports never state its finding."""
 
 import numpy as np
 import pytest
 
-from reportfed.config import FederationConfig
-from reportfed.errors import ConfigError
+from reportfed.core.config import FederationConfig
+from reportfed.core.errors import ConfigError
+from reportfed.core.labels import LabelSpace
+from reportfed.core.metrics import auroc
 from reportfed.labeler import ReportLabeler
-from reportfed.labels import LabelSpace
-from reportfed.metrics import auroc
-from reportfed.report_node import Node, with_templates
-from reportfed.templates import template_rows
+from reportfed.reports.node import Node, with_templates
+from reportfed.text.templates import template_rows
 
 
 def test_each_label_is_stated_and_negated_and_no_finding_is_neither() -> None:
@@ -60,8 +60,8 @@ def test_under_distill_a_template_row_is_a_negative_for_the_labels_its_node_lack
     """A template sentence names one finding and mentions no other: for the federation's labels
     its node does not annotate it is a negative, where a report gets the global model's soft
     target; No Finding, which a negating sentence does not rule out, gets neither."""
-    from reportfed import report_node
-    from reportfed.report_node import ReportAlgorithm, initial_state
+    from reportfed.reports import node as report_node
+    from reportfed.reports.node import ReportAlgorithm, initial_state
 
     seen = {}
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from reportfed.errors import ConfigError
-from reportfed.model import ReportMLP
-from reportfed.threads import TRAINING_THREADS, training_threads
-from reportfed.train import train_local
+from reportfed.core.errors import ConfigError
+from reportfed.nn.threads import TRAINING_THREADS, training_threads
+from reportfed.text.model import ReportMLP
+from reportfed.text.train import train_local
 
 
 def test_training_uses_its_thread_count_and_restores_torchs(monkeypatch) -> None:  # type: ignore[no-untyped-def]

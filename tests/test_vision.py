@@ -15,12 +15,12 @@ import torch
 pytest.importorskip("monai")
 
 from reportfed.combine import combine
-from reportfed.config import FederationConfig
-from reportfed.errors import InputFileError
+from reportfed.core.config import FederationConfig
+from reportfed.core.errors import InputFileError
+from reportfed.core.labels import LabelSpace
+from reportfed.core.metrics import auroc
 from reportfed.labeler import ReportLabeler
-from reportfed.labels import LabelSpace
-from reportfed.metrics import auroc
-from reportfed.model import to_arrays
+from reportfed.nn.arrays import to_arrays
 from vision.data import (
     ImageDataset,
     augment,
@@ -233,7 +233,7 @@ def serve_images(nodes: list[ImageNode], out: Path, **run: Any) -> Any:
 
 
 def test_image_federation_through_the_flower_strategy_with_fedbn(federation, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from reportfed.model_file import read_model
+    from reportfed.text.model_file import read_model
 
     nodes, _, _, _ = federation
     grid = serve_images(nodes, tmp_path, rounds=4, **{"evaluate-every": 4})
@@ -253,7 +253,7 @@ def test_secure_image_federation_equals_the_plain_one(federation, tmp_path) -> N
     2 x 8 / 2**22 = 3.8e-6 per weight. Later rounds train from those weights, and Adam magnifies
     the difference (after two rounds up to 3.7e-3 on a DenseNet weight), as any perturbation of
     the weights would."""
-    from reportfed.model_file import read_model
+    from reportfed.text.model_file import read_model
 
     nodes, _, _, _ = federation
     states = {}

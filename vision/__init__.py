@@ -6,7 +6,7 @@
 * :mod:`vision.synthetic` — chest-X-ray-like images whose labels are learnable, for tests and CPU runs;
 * :mod:`vision.train` — the hyperparameters, local training and prediction (FedAvg, FedBN or
   FedBN+ for the representation block);
-* :mod:`vision.node` — the image node algorithm (:class:`reportfed.node.NodeAlgorithm`) and the
+* :mod:`vision.node` — the image node algorithm (:class:`reportfed.core.node.NodeAlgorithm`) and the
   ``images`` modality the Flower apps serve;
 * :mod:`vision.federation` — federated rounds in this process, the global model, ``ImageLabeler``.
 

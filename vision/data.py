@@ -1,7 +1,7 @@
 """Image tables, image loading, preprocessing and training-side augmentation.
 
 An :class:`ImageTable` is the image counterpart of :class:`reportfed.data.table.ReportTable`:
-image paths and a label matrix (NaN = not annotated) over a :class:`~reportfed.labels.LabelSpace`,
+image paths and a label matrix (NaN = not annotated) over a :class:`~reportfed.core.labels.LabelSpace`,
 so label names from any vocabulary merge through the same aliases.
 
 Layouts read by :func:`read_image_table`:
@@ -28,10 +28,10 @@ import pandas as pd
 import torch
 from torch.nn import functional as F
 
-from reportfed.config import Blank, Uncertain
+from reportfed.core.config import Blank, Uncertain
+from reportfed.core.errors import ConfigError, InputFileError
+from reportfed.core.labels import NIH_14, LabelSpace, canonical, check_label_matrix, is_known
 from reportfed.data.table import parse_label_column
-from reportfed.errors import ConfigError, InputFileError
-from reportfed.labels import NIH_14, LabelSpace, canonical, check_label_matrix, is_known
 
 PATH_COLUMNS = ("Path", "path", "image", "Image Index", "file")
 Layout = Literal["table", "nih", "mimic"]
@@ -75,7 +75,7 @@ def read_image_table(
     blank: Blank = "negative",
 ) -> ImageTable:
     """Read an image table; relative image paths are resolved against ``image_root`` (default:
-    the table's directory). Label cells read as report tables' do (:mod:`reportfed.config`'s
+    the table's directory). Label cells read as report tables' do (:mod:`reportfed.core.config`'s
     ``Blank`` and ``Uncertain``: a blank cell is a negative by default)."""
     path = Path(path)
     root = Path(image_root) if image_root is not None else path.parent

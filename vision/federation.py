@@ -1,6 +1,6 @@
 """Federated rounds of image nodes in this process, through the aggregation core.
 
-The task block is always aggregated surgically (:func:`reportfed.aggregation.aggregate`); the
+The task block is always aggregated surgically (:func:`reportfed.core.aggregation.aggregate`); the
 representation block by one of the strategies of the Surgical Aggregation papers
 (:mod:`vision.train`: ``fedavg``, ``fedbn``, ``fedbn+``). Every node is a
 :class:`~vision.node.ImageAlgorithm`, the same the Flower ClientApp drives, and keeps its own model
@@ -16,12 +16,12 @@ from typing import Any
 
 import numpy as np
 
-from reportfed.aggregation import GlobalState, node_arrays
-from reportfed.errors import ConfigError
-from reportfed.labels import LabelSpace
-from reportfed.model import load_arrays, to_arrays
-from reportfed.rounds import run_rounds
-from reportfed.server import SurgicalServer
+from reportfed.core.aggregation import GlobalState, node_arrays
+from reportfed.core.errors import ConfigError
+from reportfed.core.labels import LabelSpace
+from reportfed.core.rounds import run_rounds
+from reportfed.core.server import SurgicalServer
+from reportfed.nn.arrays import load_arrays, to_arrays
 from vision.data import ImageTable
 from vision.models import ImageClassifier
 from vision.node import ImageAlgorithm, ImageNode

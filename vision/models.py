@@ -1,5 +1,5 @@
 """Image classifiers with ``representation`` and ``task`` blocks, so that
-:func:`reportfed.model.to_arrays` / :func:`~reportfed.model.load_arrays` and the aggregation core
+:func:`reportfed.nn.arrays.to_arrays` / :func:`~reportfed.nn.arrays.load_arrays` and the aggregation core
 treat them exactly like the report MLP.
 
 * ``densenet121`` — MONAI ``DenseNet121`` (the Surgical Aggregation papers): representation = the
@@ -16,7 +16,7 @@ from typing import Any, Literal, cast
 import torch
 from torch import nn
 
-from reportfed.errors import ConfigError, InputFileError
+from reportfed.core.errors import ConfigError, InputFileError
 
 Arch = Literal["densenet121", "vit"]
 

@@ -1,4 +1,4 @@
-"""The node algorithm of image tables (:class:`~reportfed.node.NodeAlgorithm`): a site's images
+"""The node algorithm of image tables (:class:`~reportfed.core.node.NodeAlgorithm`): a site's images
 and labels, trained as an :class:`~vision.models.ImageClassifier` from the global state. The
 in-process loop (:func:`vision.federation.run_image_federation`) and the Flower ClientApp drive the
 same :class:`ImageAlgorithm`; :data:`IMAGES` is the modality the Flower apps load (run config
@@ -16,15 +16,15 @@ from typing import Any
 
 import numpy as np
 
-from reportfed import schema
-from reportfed.aggregation import Arrays, GlobalState, NodeUpdate, node_arrays
-from reportfed.config import NodeSettings, RunSettings, SiteSettings
+from reportfed.core import schema
+from reportfed.core.aggregation import Arrays, GlobalState, NodeUpdate, node_arrays
+from reportfed.core.config import NodeSettings, RunSettings, SiteSettings
+from reportfed.core.errors import ReportfedError
+from reportfed.core.labels import LabelSpace
+from reportfed.core.node import Description, Evaluation
+from reportfed.core.rounds import round_seed
 from reportfed.data.partition import split_rows
-from reportfed.errors import ReportfedError
-from reportfed.labels import LabelSpace
-from reportfed.model import load_arrays, to_arrays
-from reportfed.node import Description, Evaluation
-from reportfed.rounds import round_seed
+from reportfed.nn.arrays import load_arrays, to_arrays
 from vision.data import ImageTable, read_image_table
 from vision.models import ImageClassifier, set_representation_trainable
 from vision.train import (

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from reportfed.labels import LabelSpace
+from reportfed.core.labels import LabelSpace
 
 LABELS = LabelSpace.of(
     ["Cardiomegaly", "Pleural Effusion", "Pneumothorax", "Lung Lesion", "Support Devices"]

@@ -20,9 +20,9 @@ from typing import Any, Literal
 import numpy as np
 import torch
 
-from reportfed.schema import setting
-from reportfed.server import ServerOptions
-from reportfed.train import masked_bce
+from reportfed.core.schema import setting
+from reportfed.core.server import ServerOptions
+from reportfed.nn.loss import masked_bce
 from vision.data import ImageDataset, ImageTable
 from vision.models import Arch, ImageClassifier, build_model, freeze_batchnorm_statistics, norm_keys
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from reportfed.cli import data, federation, label, train
 from reportfed.cli.options import Parser, say
-from reportfed.errors import ReportfedError, ReportfedWarning
+from reportfed.core.errors import ReportfedError, ReportfedWarning
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -18,9 +18,9 @@ from reportfed.cli.options import (
     names,
     say,
 )
-from reportfed.errors import ReportfedError
-from reportfed.io import atomic_write, table_data
-from reportfed.labels import CHEXPERT_14
+from reportfed.core.errors import ReportfedError
+from reportfed.core.files import atomic_write, table_data
+from reportfed.core.labels import CHEXPERT_14
 
 
 def cmd_corpus(args: argparse.Namespace) -> None:
@@ -28,7 +28,7 @@ def cmd_corpus(args: argparse.Namespace) -> None:
 
     labels = list(CHEXPERT_14)
     if args.labels:
-        from reportfed.labels import LabelSpace
+        from reportfed.core.labels import LabelSpace
 
         labels = list(LabelSpace.of(names(args.labels)))
         unknown = [n for n in labels if n not in CHEXPERT_14]

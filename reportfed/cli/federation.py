@@ -22,10 +22,10 @@ import subprocess
 from dataclasses import replace
 from pathlib import Path
 
-from reportfed import schema
 from reportfed.cli.options import say
-from reportfed.config import FLOWER_DEFAULTS, FederationConfig, NodeSettings, RunSettings
-from reportfed.errors import ConfigError, ReportfedError
+from reportfed.core import schema
+from reportfed.core.config import FLOWER_DEFAULTS, FederationConfig, NodeSettings, RunSettings
+from reportfed.core.errors import ConfigError, ReportfedError
 
 
 def _tls(args: argparse.Namespace, option: str, *, check: bool = True) -> Path | None:
@@ -51,7 +51,7 @@ def _tls(args: argparse.Namespace, option: str, *, check: bool = True) -> Path |
 def _flower_env() -> dict[str, str]:
     """This process's environment with Flower's home under reportfed's cache, so Flower writes
     nothing to ``~/.flwr``."""
-    from reportfed.paths import flwr_home
+    from reportfed.core.paths import flwr_home
 
     return {**os.environ, "FLWR_HOME": str(flwr_home())}
 
@@ -154,7 +154,7 @@ def start_supernode(args: argparse.Namespace) -> None:
 def node_config(args: argparse.Namespace) -> dict[str, schema.Scalar]:
     """The node config ``flower-supernode`` gets: every :class:`NodeSettings` flag, paths made
     absolute and the name defaulting to the table's stem."""
-    from reportfed.paths import embeddings_cache_dir
+    from reportfed.core.paths import embeddings_cache_dir
 
     settings = schema.from_args(NodeSettings, args)
     data = Path(settings.data).resolve()

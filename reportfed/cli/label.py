@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 
 from reportfed.cli.options import add_embedder_options, add_text_column, check_outputs, say
-from reportfed.errors import ReportfedError
-from reportfed.io import table_data, write_together
+from reportfed.core.errors import ReportfedError
+from reportfed.core.files import table_data, write_together
 
 
 def cmd_label(args: argparse.Namespace) -> None:

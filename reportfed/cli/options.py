@@ -11,9 +11,9 @@ from typing import Any
 
 import numpy as np
 
-from reportfed.errors import ReportfedError
-from reportfed.io import check_writable, table_format
-from reportfed.sentences import GRANULARITIES, GRANULARITY_HELP
+from reportfed.core.config import GRANULARITIES, GRANULARITY_HELP
+from reportfed.core.errors import ReportfedError
+from reportfed.core.files import check_writable, table_format
 
 
 def say(msg: str) -> None:
@@ -59,7 +59,7 @@ def check_outputs(
 
 def add_embedder_options(p: argparse.ArgumentParser, *, choose: bool = True) -> None:
     """``--cache-dir`` and, with ``choose``, ``--embedder`` and ``--base-url``."""
-    from reportfed.paths import embeddings_cache_dir
+    from reportfed.core.paths import embeddings_cache_dir
 
     p.add_argument(
         "--cache-dir", default=str(embeddings_cache_dir()), help="embedding cache directory"

@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from reportfed import schema
 from reportfed.cli.options import (
     add_embedder_options,
     add_granularity,
@@ -15,10 +14,11 @@ from reportfed.cli.options import (
     names,
     say,
 )
-from reportfed.config import FederationConfig, SiteSettings
-from reportfed.errors import ReportfedError
-from reportfed.io import write_together
-from reportfed.model_file import encode_model
+from reportfed.core import schema
+from reportfed.core.config import FederationConfig, SiteSettings
+from reportfed.core.errors import ReportfedError
+from reportfed.core.files import write_together
+from reportfed.text.model_file import encode_model
 
 if TYPE_CHECKING:
     from reportfed.labeler import ReportLabeler

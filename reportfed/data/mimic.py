@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from reportfed.core.errors import InputFileError
+from reportfed.core.labels import CHEXPERT_14, LabelSpace
 from reportfed.data.table import Blank, ReportTable, Uncertain, parse_label_column
-from reportfed.errors import InputFileError
-from reportfed.labels import CHEXPERT_14, LabelSpace
 
 _SECTION = re.compile(r"^\s*([A-Z][A-Z /]+):", re.MULTILINE)
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from reportfed.errors import ConfigError
-from reportfed.labels import LabelSpace
+from reportfed.core.errors import ConfigError
+from reportfed.core.labels import LabelSpace
 
 
 def iid_rows(n_rows: int, n_nodes: int, rng: np.random.Generator) -> list[np.ndarray]:

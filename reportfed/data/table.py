@@ -24,9 +24,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from reportfed.config import Blank, Uncertain
-from reportfed.errors import ConfigError, InputFileError, LabelError
-from reportfed.labels import LabelSpace, check_label_matrix, is_known
+from reportfed.core.config import Blank, Uncertain
+from reportfed.core.errors import ConfigError, InputFileError, LabelError
+from reportfed.core.labels import LabelSpace, check_label_matrix, is_known
 
 TEXT_COLUMNS = ("Reports", "Report Impression", "REPORT", "report", "text")
 _UNCERTAIN_VALUE = {"zeros": 0.0, "ones": 1.0, "ignore": np.nan}

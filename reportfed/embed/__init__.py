@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import functools
 
+from reportfed.core.errors import EmbeddingError
 from reportfed.embed.base import Embedder
 from reportfed.embed.cache import EmbeddingCache, embed_texts
 from reportfed.embed.local import HFMeanPoolEmbedder, SentenceTransformerEmbedder
 from reportfed.embed.openai_api import OpenAIEmbedder
-from reportfed.errors import EmbeddingError
 
 DEFAULT_EMBEDDER = "minilm"
 

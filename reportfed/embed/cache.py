@@ -23,9 +23,9 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
+from reportfed.core.errors import EmbeddingError, OutputFileError
+from reportfed.core.files import atomic_write
 from reportfed.embed.base import Embedder
-from reportfed.errors import EmbeddingError, OutputFileError
-from reportfed.io import atomic_write
 
 log = logging.getLogger(__name__)
 

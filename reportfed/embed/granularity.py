@@ -3,9 +3,9 @@
 * ``"report"`` (the papers' method): ``(n, dim)``, the encoder reads the whole report (at most
   its window, 256 word pieces for MiniLM);
 * ``"sentence"`` (the product's default): ``(n, S, dim)``, each report's sentences
-  (:func:`reportfed.sentences.report_units`) embedded one by one through the cache, padded with
+  (:func:`reportfed.text.sentences.report_units`) embedded one by one through the cache, padded with
   all-zero rows to the longest report ``S``. The model scores every sentence and pools per label
-  (:class:`reportfed.model.ReportMLP`), so a negation or a finding late in a long report is read.
+  (:class:`reportfed.text.model.ReportMLP`), so a negation or a finding late in a long report is read.
 """
 
 from __future__ import annotations
@@ -15,9 +15,10 @@ from pathlib import Path
 
 import numpy as np
 
+from reportfed.core.config import Granularity
 from reportfed.embed.base import Embedder
 from reportfed.embed.cache import embed_texts
-from reportfed.sentences import Granularity, check_granularity, report_units
+from reportfed.text.sentences import check_granularity, report_units
 
 
 def pad_units(vectors: np.ndarray, counts: Sequence[int]) -> np.ndarray:

@@ -9,8 +9,8 @@ from typing import Literal
 import numpy as np
 import torch
 
+from reportfed.core.errors import ConfigError, EmbeddingError
 from reportfed.embed.weights import canonical_model_name, resolve_model_path, weights_digest
-from reportfed.errors import ConfigError, EmbeddingError
 
 Precision = Literal["fp32", "bf16"]
 _DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from reportfed.errors import EmbeddingError
+from reportfed.core.errors import EmbeddingError
 
 DEFAULT_MODEL = "text-embedding-3-small"
 
@@ -40,7 +40,12 @@ class OpenAIEmbedder:
         max_retries: int = 4,
         timeout: float = 60.0,
     ) -> None:
-        import openai
+        try:
+            import openai
+        except ImportError:
+            raise EmbeddingError(
+                "openai:MODEL embeddings need the openai client: pip install 'reportfed[api]'"
+            ) from None
 
         self.model = model
         self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"

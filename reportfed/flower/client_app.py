@@ -1,14 +1,14 @@
 """The ``ClientApp``: one hospital's side of a Flower federation, for report and image nodes.
 
-The run config's ``modality`` (:class:`~reportfed.config.RunSettings`) names the node algorithm
-(:func:`reportfed.node.modality`); the node config holds the node's
-:class:`~reportfed.config.NodeSettings` (``flower-supernode --node-config`` or ``reportfed
+The run config's ``modality`` (:class:`~reportfed.core.config.RunSettings`) names the node algorithm
+(:func:`reportfed.flower.modalities.modality`); the node config holds the node's
+:class:`~reportfed.core.config.NodeSettings` (``flower-supernode --node-config`` or ``reportfed
 federation node``): ``data`` (required: the node's table with label columns; under the simulation
 engine, virtual node ``partition-id`` reads the table of that index in the run config's
 comma-separated ``partitions``), ``name``, ``embedder``, ``base-url``, ``cache-dir``, ``blank``,
 ``uncertain``, ``val-fraction``, ``lr``, and for images ``image-root`` and ``layout``.
 
-Messages: ``query`` (the node's :class:`~reportfed.node.Description`), ``train`` (the shared
+Messages: ``query`` (the node's :class:`~reportfed.core.node.Description`), ``train`` (the shared
 block and the rows of the node's labels in, the trained arrays out; with ``evaluate`` set, the
 node first evaluates the rows it received on its held-out rows and sends that evaluation with its
 update, so a round is one exchange; under secure aggregation, Flower's SecAgg+ stages, the third
@@ -28,9 +28,11 @@ from flwr.clientapp import ClientApp
 from flwr.clientapp.mod import fixedclipping_mod
 from flwr.supercore.differential_privacy import KEY_CLIPPING_NORM
 
-from reportfed import schema
-from reportfed.config import NodeSettings
+from reportfed.core import schema
+from reportfed.core.config import NodeSettings
+from reportfed.core.node import NodeAlgorithm
 from reportfed.flower import secure
+from reportfed.flower.modalities import hyperparameters
 from reportfed.flower.wire import (
     ARRAYS,
     META,
@@ -41,7 +43,6 @@ from reportfed.flower.wire import (
     to_record,
     unpack,
 )
-from reportfed.node import NodeAlgorithm, hyperparameters
 
 LOCAL = "local"  #: ``context.state`` key of the weights that stay on the node
 

@@ -21,7 +21,7 @@ from flwr.supercore.inflatable.inflatable_object import get_all_nested_objects
 POLL_S = 0.05
 
 
-def message_bytes(message: Message) -> int:
+def _message_bytes(message: Message) -> int:
     """The bytes ``message`` takes on the wire: Flower's serialized objects (the message, its
     records, its arrays' chunks), each distinct object once, as Flower sends them."""
     return sum(len(obj.deflate()) for obj in get_all_nested_objects(message).values())
@@ -53,7 +53,7 @@ def exchange(
         return []
     if traffic is not None:
         for message in messages:
-            traffic.down[message.metadata.dst_node_id] += message_bytes(message)
+            traffic.down[message.metadata.dst_node_id] += _message_bytes(message)
     waiting = set(grid.push_messages(messages))
     replies: list[Message] = []
     end = time.monotonic() + timeout
@@ -61,7 +61,7 @@ def exchange(
         pulled = list(grid.pull_messages(waiting))
         if traffic is not None:
             for reply in pulled:
-                traffic.up[reply.metadata.src_node_id] += message_bytes(reply)
+                traffic.up[reply.metadata.src_node_id] += _message_bytes(reply)
         replies += pulled
         waiting -= {reply.metadata.reply_to_message_id for reply in pulled}
         if not waiting or time.monotonic() >= end:

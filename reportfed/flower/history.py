@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from reportfed.io import atomic_write
-from reportfed.server import StepResult
+from reportfed.core.files import atomic_write
+from reportfed.core.server import StepResult
 
 
 class RunHistory:

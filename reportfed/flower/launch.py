@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from reportfed.errors import ConfigError, ReportfedError
-from reportfed.io import atomic_write
+from reportfed.core.errors import ConfigError, ReportfedError
+from reportfed.core.files import atomic_write
 
 APP_DIR = Path(__file__).with_name("app")
 SUPERLINK_NAME = "reportfed"
@@ -71,7 +71,7 @@ class NodeKeys:
         return cls(d / f"{name}.key", d / f"{name}.pub")
 
 
-def toml_pairs(values: Mapping[str, Value]) -> str:
+def _toml_pairs(values: Mapping[str, Value]) -> str:
     """``key=value`` pairs in TOML syntax, as ``--node-config`` and ``--run-config`` take them."""
     parts = []
     for key, value in values.items():
@@ -136,10 +136,10 @@ def supernode_command(
     else:
         cmd += ["--root-certificates", str(ca)]
         cmd += ["--auth-supernode-private-key", str(_tls(insecure, key))]
-    return [*cmd, "--node-config", toml_pairs(node_config)]
+    return [*cmd, "--node-config", _toml_pairs(node_config)]
 
 
-def register_command(public_key: Path, name: str) -> list[str]:
+def _register_command(public_key: Path, name: str) -> list[str]:
     """``flwr supernode register``: admit the node holding ``public_key``'s private key, under
     ``name``, at the SuperLink of the ``reportfed`` connection (:func:`write_flwr_config`)."""
     return [
@@ -174,7 +174,7 @@ def write_flwr_config(
 def run_command(run_config: Mapping[str, Value], *, app_dir: Path = APP_DIR) -> list[str]:
     """``flwr run`` of the reportfed app with run-config overrides, logs streamed."""
     cmd = ["flwr", "run", str(app_dir), SUPERLINK_NAME, "--stream"]
-    return [*cmd, "--run-config", toml_pairs(run_config)] if run_config else cmd
+    return [*cmd, "--run-config", _toml_pairs(run_config)] if run_config else cmd
 
 
 def generate_certificates(
@@ -269,7 +269,7 @@ def register_node(public_key: Path, name: str, env: Mapping[str, str]) -> int:
     (:func:`write_flwr_config`); returns the node id Flower gives it (``ReportfedError`` with
     Flower's reason when it refuses)."""
     done = subprocess.run(
-        register_command(public_key, name), env=dict(env), capture_output=True, text=True
+        _register_command(public_key, name), env=dict(env), capture_output=True, text=True
     )
     start = done.stdout.find("{")
     try:

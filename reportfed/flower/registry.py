@@ -13,12 +13,12 @@ from flwr.app import ConfigRecord, Message, RecordDict
 from flwr.serverapp import Grid
 from flwr.supercore import log
 
-from reportfed.errors import LabelError
+from reportfed.core.errors import LabelError
+from reportfed.core.labels import LabelSpace
+from reportfed.core.node import Description
+from reportfed.core.schema import Scalar
 from reportfed.flower.exchange import exchange
 from reportfed.flower.wire import META, read_description
-from reportfed.labels import LabelSpace
-from reportfed.node import Description
-from reportfed.schema import Scalar
 
 
 @dataclass

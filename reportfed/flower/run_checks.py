@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from reportfed.config import RunSettings
-from reportfed.errors import ConfigError
+from reportfed.core.config import RunSettings
+from reportfed.core.errors import ConfigError
 from reportfed.flower import secure
 
 

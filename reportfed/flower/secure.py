@@ -8,7 +8,7 @@ on the node) masks these vectors so that only their mean comes out. Which node h
 is public (the registry knows every node's labels), so the server rebuilds exactly the rows of a
 plain round from the mean and the per-label counts
 (:meth:`~reportfed.flower.strategy.SurgicalAggregation.aggregate_sum`,
-:class:`~reportfed.aggregation.Sums`).
+:class:`~reportfed.core.aggregation.Sums`).
 
 The server's side, Flower's workflow run from reportfed's round loop, is
 :mod:`reportfed.flower.secure_round`; this module is what the node runs and what both share.
@@ -43,7 +43,7 @@ from flwr.common import (
 from flwr.common.secure_aggregation.secaggplus_constants import RECORD_KEY_CONFIGS
 from flwr.compat.common.recorddict_compat import fitres_to_recorddict
 
-from reportfed.aggregation import (
+from reportfed.core.aggregation import (
     GlobalState,
     NodeUpdate,
     clip_update,
@@ -51,10 +51,10 @@ from reportfed.aggregation import (
     known_rows,
     unflatten,
 )
-from reportfed.config import RunSettings
-from reportfed.errors import ConfigError
-from reportfed.labels import LabelSpace
-from reportfed.server import ServerOptions
+from reportfed.core.config import RunSettings
+from reportfed.core.errors import ConfigError
+from reportfed.core.labels import LabelSpace
+from reportfed.core.server import ServerOptions
 
 #: value range of SecAgg+'s quantization without a clip norm (Flower's default)
 DEFAULT_RANGE = 8.0

@@ -36,11 +36,11 @@ from flwr.server.workflow.constant import Key as WorkflowKey
 from flwr.serverapp import Grid
 from flwr.supercore import log
 
+from reportfed.core.labels import LabelSpace
 from reportfed.flower.exchange import Traffic, exchange
 from reportfed.flower.secure import THRESHOLD, value_range
 from reportfed.flower.strategy import SurgicalAggregation
 from reportfed.flower.wire import ARRAYS, META
-from reportfed.labels import LabelSpace
 
 
 @dataclass

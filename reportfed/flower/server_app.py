@@ -2,15 +2,15 @@
 and writes the global model, for report and image nodes alike.
 
 Run config (``app/pyproject.toml``, overridable with ``flwr run --run-config``; ``reportfed
-federation run`` sets it from its flags): every field of :class:`~reportfed.config.RunSettings`,
+federation run`` sets it from its flags): every field of :class:`~reportfed.core.config.RunSettings`,
 dashed, and a table per modality holding its hyperparameter class's fields with that modality's
-defaults (``[reports]``: :class:`~reportfed.config.FederationConfig`; ``[images]``:
+defaults (``[reports]``: :class:`~reportfed.core.config.FederationConfig`; ``[images]``:
 :class:`vision.train.ImageFederationConfig`; Flower flattens them to ``reports.rounds``...).
-``modality`` (:func:`reportfed.node.modality`) names the table a run reads; its values are sent to
+``modality`` (:func:`reportfed.flower.modalities.modality`) names the table a run reads; its values are sent to
 the nodes with every message.
 
 After every round the global model is written atomically to ``out/global.safetensors`` (a
-model file, :mod:`reportfed.model_file`: ``reportfed label --model`` reads it) and the round
+model file, :mod:`reportfed.text.model_file`: ``reportfed label --model`` reads it) and the round
 log to ``out/history.json``. With ``resume = true`` a restarted server continues after the last
 saved round, numbering rounds on from it.
 """
@@ -27,20 +27,22 @@ from flwr.serverapp import Grid, ServerApp
 from flwr.serverapp.strategy import DifferentialPrivacyClientSideFixedClipping, Strategy
 from flwr.supercore import log
 
-from reportfed import __version__, schema
-from reportfed.aggregation import Arrays, GlobalState
-from reportfed.calibration import IDENTITY
-from reportfed.config import FLOWER_DEFAULTS, RunSettings
-from reportfed.errors import ConfigError
+from reportfed import __version__
+from reportfed.core import schema
+from reportfed.core.aggregation import Arrays, GlobalState
+from reportfed.core.config import FLOWER_DEFAULTS, RunSettings
+from reportfed.core.errors import ConfigError
+from reportfed.core.labels import LabelSpace
+from reportfed.core.node import Modality
 from reportfed.flower.exchange import Traffic, run_on_grid
 from reportfed.flower.history import RunHistory
+from reportfed.flower.modalities import hyperparameters
 from reportfed.flower.run_checks import check_run
 from reportfed.flower.secure_round import SecureAggregation
 from reportfed.flower.strategy import SurgicalAggregation
 from reportfed.flower.wire import config_record
-from reportfed.labels import LabelSpace
-from reportfed.model_file import ModelFile, read_model, write_model
-from reportfed.node import Modality, hyperparameters
+from reportfed.text.calibration import IDENTITY
+from reportfed.text.model_file import ModelFile, read_model, write_model
 
 MODEL_FILE = "global.safetensors"
 HISTORY_FILE = "history.json"

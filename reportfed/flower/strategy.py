@@ -2,7 +2,7 @@
 
 Flower's FedAvg needs every reply to carry the same arrays; here every node carries the rows of
 its own labels, so the strategy keeps the global label space and lets
-:class:`reportfed.server.SurgicalServer` do the averaging. Rounds are numbered over a run's
+:class:`reportfed.core.server.SurgicalServer` do the averaging. Rounds are numbered over a run's
 whole life (a resumed run goes on from its checkpoint's round). Flow of a run:
 
 1. :meth:`SurgicalAggregation.register` waits for ``min_nodes`` nodes and registers them through
@@ -11,8 +11,8 @@ whole life (a resumed run goes on from its checkpoint's round). Flow of a run:
    arrays of a resumed checkpoint.
 2. Every round (:meth:`configure_train`), each registered, connected node receives the shared block
    and the rows of its own labels; nodes that connected since are registered first.
-3. :meth:`aggregate_train` turns replies into :class:`~reportfed.aggregation.NodeUpdate` and
-   steps the :class:`~reportfed.server.SurgicalServer` with ``on_invalid="drop"``: error replies
+3. :meth:`aggregate_train` turns replies into :class:`~reportfed.core.aggregation.NodeUpdate` and
+   steps the :class:`~reportfed.core.server.SurgicalServer` with ``on_invalid="drop"``: error replies
    (a dead node), NaN/Inf and wrong shapes are logged and left out; labels nobody sent keep their
    last rows; a label a node brings in a later round joins the global model. Fewer than
    ``min_nodes`` accepted updates leave the global model unchanged for that round. Each round is
@@ -22,7 +22,7 @@ whole life (a resumed run goes on from its checkpoint's round). Flow of a run:
    comes back with its update: a round is one exchange. The final model is evaluated by an
    ``evaluate`` message after the last round. Evaluations are averaged per label over the nodes
    having it (weighted by their annotated rows); the per-label thresholds, and the calibrations
-   the nodes fitted on the same rows (:mod:`reportfed.calibration`), are kept for the model file.
+   the nodes fitted on the same rows (:mod:`reportfed.text.calibration`), are kept for the model file.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Strategy
 from flwr.supercore import log
 
-from reportfed.aggregation import (
+from reportfed.core.aggregation import (
     Arrays,
     GlobalState,
     NodeUpdate,
@@ -48,8 +48,9 @@ from reportfed.aggregation import (
     node_arrays,
     unflatten,
 )
-from reportfed.calibration import COEFFICIENTS
-from reportfed.errors import ConfigError
+from reportfed.core.errors import ConfigError
+from reportfed.core.labels import LabelSpace
+from reportfed.core.server import ServerOptions, StepResult, SurgicalServer
 from reportfed.flower.history import RunHistory
 from reportfed.flower.registry import Registry
 from reportfed.flower.wire import (
@@ -61,8 +62,7 @@ from reportfed.flower.wire import (
     from_record,
     to_record,
 )
-from reportfed.labels import LabelSpace
-from reportfed.server import ServerOptions, StepResult, SurgicalServer
+from reportfed.text.calibration import COEFFICIENTS
 
 InitFn = Callable[[int, LabelSpace], tuple[Arrays, Arrays]]
 
@@ -85,8 +85,8 @@ class SurgicalAggregation(Strategy):
         The embedder fingerprint every node must have; ``None`` takes the most common one among
         the first nodes to register.
     options:
-        The server's rules (:class:`~reportfed.server.ServerOptions`), applied by a
-        :class:`~reportfed.server.SurgicalServer`. An invalid update is always dropped here
+        The server's rules (:class:`~reportfed.core.server.ServerOptions`), applied by a
+        :class:`~reportfed.core.server.SurgicalServer`. An invalid update is always dropped here
         (``on_invalid="drop"``): one node's NaN must not end a federation of hospitals.
     evaluate_every:
         Evaluate on the nodes every this many rounds (and after the last); ``0`` only after the last.

@@ -10,11 +10,11 @@ from typing import Any
 import numpy as np
 from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MetricRecord, RecordDict
 
-from reportfed import schema
-from reportfed.aggregation import Arrays, GlobalState, flatten, unflatten
-from reportfed.labels import LabelSpace
-from reportfed.metrics import auroc, f1_thresholds
-from reportfed.node import Description, Evaluation
+from reportfed.core import schema
+from reportfed.core.aggregation import Arrays, GlobalState, flatten, unflatten
+from reportfed.core.labels import LabelSpace
+from reportfed.core.metrics import auroc, f1_thresholds
+from reportfed.core.node import Description, Evaluation
 
 ARRAYS = "arrays"  #: RecordDict key of the ArrayRecord
 META = "meta"  #: RecordDict key of the ConfigRecord (labels, node name, fingerprint, settings)
@@ -26,7 +26,7 @@ EVALUATED, EVALUATION = "evaluated", "evaluation"
 
 
 def to_record(shared: Arrays, task: Arrays) -> ArrayRecord:
-    """Pack a (shared, task) pair of array dicts (:func:`~reportfed.aggregation.flatten`)."""
+    """Pack a (shared, task) pair of array dicts (:func:`~reportfed.core.aggregation.flatten`)."""
     return ArrayRecord({k: Array(v) for k, v in flatten(shared, task).items()})
 
 
@@ -54,7 +54,7 @@ def unpack(msg: Message) -> tuple[GlobalState, ConfigRecord]:
     return GlobalState(labels, shared, task), meta
 
 
-#: the handshake: a :class:`~reportfed.node.Description` field per ConfigRecord key; ``rows`` travels
+#: the handshake: a :class:`~reportfed.core.node.Description` field per ConfigRecord key; ``rows`` travels
 #: as the MetricRecord's ``num-examples``, each of the node's public settings as ``setting.<key>``
 SETTING = "setting."
 
@@ -75,7 +75,7 @@ def description_records(description: Description) -> dict[str, Any]:
 
 
 def read_description(content: RecordDict) -> Description:
-    """The :class:`~reportfed.node.Description` a ``query`` reply carries (``KeyError``,
+    """The :class:`~reportfed.core.node.Description` a ``query`` reply carries (``KeyError``,
     ``TypeError``, ``ValueError`` or ``LabelError`` when it is malformed)."""
     meta = content.config_records[META]
     return Description(
@@ -91,7 +91,7 @@ def read_description(content: RecordDict) -> Description:
 def evaluation_records(evaluation: Evaluation) -> dict[str, Any]:
     """A node's evaluation: per-label annotated rows, AUROC and F1 threshold of the global
     model's probabilities on its held-out labels and, where fitted, its calibration (coefficients
-    and which labels were fitted, :func:`reportfed.calibration.fit_calibration`)."""
+    and which labels were fitted, :func:`reportfed.text.calibration.fit_calibration`)."""
     labels, y, p, calibration = (
         evaluation.labels,
         evaluation.y,

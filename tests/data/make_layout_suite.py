@@ -26,8 +26,8 @@ import random
 from collections.abc import Callable
 from pathlib import Path
 
-from reportfed.labels import CHEXPERT_14
-from reportfed.states import NOT_DISEASE
+from reportfed.core.labels import CHEXPERT_14
+from reportfed.text.states import NOT_DISEASE
 
 #: (anatomy, statement, its states). Anatomy groups statements under sub-headers.
 STATEMENTS: list[tuple[str, str, dict[str, int]]] = [

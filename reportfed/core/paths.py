@@ -17,7 +17,7 @@ def cache_dir() -> Path:
 
 
 #: the source checkout's cache folder, where reportfed runs from a checkout (an editable install)
-CHECKOUT_EMBEDDINGS = Path(__file__).resolve().parents[1] / "embeddings_cache"
+CHECKOUT_EMBEDDINGS = Path(__file__).resolve().parents[2] / "embeddings_cache"
 
 
 def embeddings_cache_dir() -> Path:

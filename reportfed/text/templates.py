@@ -1,5 +1,5 @@
 """Template sentences that state and that negate each label, which a node trains on beside its
-reports (``FederationConfig.templates``; :func:`reportfed.report_node.with_templates` adds them).
+reports (``FederationConfig.templates``; :func:`reportfed.reports.node.with_templates` adds them).
 
 When sites label different findings, a rare finding is learned by the one site that labels it,
 from the handful of its reports that state it. Three sentences stating the finding ("There is
@@ -17,7 +17,7 @@ from itertools import product
 
 import numpy as np
 
-from reportfed.labels import LabelSpace
+from reportfed.core.labels import LabelSpace
 
 #: sentences that state a finding, ``{}`` its name
 STATING = ("{}.", "There is {}.", "Findings consistent with {}.")

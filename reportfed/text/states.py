@@ -1,7 +1,7 @@
 """The CheXpert labeler's four output states from presence probabilities and mentions.
 
 Per report and finding, with ``p`` the model's presence probability, ``t`` the label's labelling
-threshold and the report's assertion for the label (:mod:`reportfed.assertion`):
+threshold and the report's assertion for the label (:mod:`reportfed.text.assertion`):
 
 ==========================  =====================
 assertion                   state
@@ -27,8 +27,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from reportfed.assertion import Mention, decisive_mentions, has_lexicon
-from reportfed.errors import ConfigError
+from reportfed.core.errors import ConfigError
+from reportfed.text.assertion import Mention, decisive_mentions, has_lexicon
 
 NO_FINDING = "No Finding"
 #: findings that do not rule out "No Finding"

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 
 import torch
 
-from reportfed.errors import ConfigError
+from reportfed.core.errors import ConfigError
 
 #: threads of the small-MLP training unless ``REPORTFED_TRAINING_THREADS`` says otherwise
 TRAINING_THREADS = 1

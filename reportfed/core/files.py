@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from reportfed.errors import OutputFileError
+from reportfed.core.errors import OutputFileError
 
 if TYPE_CHECKING:
     import pandas as pd

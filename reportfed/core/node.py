@@ -1,12 +1,12 @@
 """What a node does in a round, as one interface that every engine drives (MONAI FL's
 ``ClientAlgo`` is the model): describe itself, train from the global state, evaluate the global
-state on its held-out rows. Report tables implement it in :mod:`reportfed.report_node`, image
-tables in :mod:`vision.node`; the in-process loop (:func:`reportfed.rounds.run_rounds`) and the
+state on its held-out rows. Report tables implement it in :mod:`reportfed.reports.node`, image
+tables in :mod:`vision.node`; the in-process loop (:func:`reportfed.core.rounds.run_rounds`) and the
 Flower ClientApp (:mod:`reportfed.flower.client_app`) both drive it.
 
 A *modality* (:class:`Modality`) is what the server side needs to know about a kind of node: its
-hyperparameter class (decoded from the run config through :mod:`reportfed.schema`), the initial
-global model, and how a node's algorithm is built from its :class:`~reportfed.config.NodeSettings`.
+hyperparameter class (decoded from the run config through :mod:`reportfed.core.schema`), the initial
+global model, and how a node's algorithm is built from its :class:`~reportfed.core.config.NodeSettings`.
 Modalities are found by name through the ``reportfed.modalities`` entry points (``reports`` and,
 with ``vision/``, ``images``), so the Flower apps serve both without importing ``vision``.
 """
@@ -15,24 +15,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from reportfed import schema
-from reportfed.aggregation import Arrays, GlobalState, NodeUpdate
-from reportfed.config import NodeSettings, RunSettings
-from reportfed.errors import ConfigError
-from reportfed.labels import LabelSpace
-from reportfed.schema import Scalar
+from reportfed.core.aggregation import Arrays, GlobalState, NodeUpdate
+from reportfed.core.config import NodeSettings, RunSettings
+from reportfed.core.labels import LabelSpace
+from reportfed.core.schema import Scalar
 
 
 @dataclass(frozen=True)
 class Description:
     """A node's answer to the server's handshake: its name, labels, model fingerprint (embedder,
     or image architecture and input), input dimension, training rows, and how it read its table
-    (the schema-encoded :class:`~reportfed.config.SiteSettings`, kept in the model's provenance)."""
+    (the schema-encoded :class:`~reportfed.core.config.SiteSettings`, kept in the model's provenance)."""
 
     name: str
     labels: LabelSpace
@@ -46,7 +43,7 @@ class Description:
 class Evaluation:
     """A node's evaluation of global rows: the labels it holds among them, its held-out labels
     ``y`` and the global model's probabilities ``p`` (columns in ``labels`` order), and, where
-    the node fits one, its calibration (:func:`reportfed.calibration.fit_calibration`)."""
+    the node fits one, its calibration (:func:`reportfed.text.calibration.fit_calibration`)."""
 
     labels: list[str]
     y: np.ndarray
@@ -88,7 +85,7 @@ class Modality(Protocol):
     """What the server and the Flower apps need to know about one kind of node."""
 
     name: str
-    #: the hyperparameter dataclass (a :class:`~reportfed.server.ServerOptions` subclass)
+    #: the hyperparameter dataclass (a :class:`~reportfed.core.server.ServerOptions` subclass)
     config_class: type
 
     def initial_arrays(self, config: Any, dim: int, labels: LabelSpace) -> tuple[Arrays, Arrays]:
@@ -103,27 +100,3 @@ class Modality(Protocol):
         """The algorithm of a node with ``settings`` under hyperparameters ``config`` and the
         run config ``run`` (its run-wide defaults, such as the embedder)."""
         ...
-
-
-def modality(name: str) -> Modality:
-    """The modality registered under ``name`` (entry point group ``reportfed.modalities``)."""
-    found = {e.name: e for e in entry_points(group="reportfed.modalities")}
-    if name not in found:
-        raise ConfigError(
-            f"unknown modality {name!r}: installed are {sorted(found)} (images need vision/)"
-        )
-    loaded: Modality = found[name].load()
-    return loaded
-
-
-def hyperparameters(
-    run_config: Mapping[str, Any], sent: Mapping[str, Any] | None = None
-) -> tuple[Modality, Any]:
-    """The modality a Flower run config names and its hyperparameters: the values of the run
-    config's table of that modality (``[reports]``, ``[images]``), overridden by ``sent`` (those
-    the server sends with a message)."""
-    name = schema.decode(RunSettings, run_config).modality
-    kind = modality(name)
-    return kind, schema.decode(
-        kind.config_class, {**schema.scoped(run_config, name), **(sent or {})}
-    )

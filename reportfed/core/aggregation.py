@@ -28,8 +28,8 @@ from typing import Literal
 
 import numpy as np
 
-from reportfed.errors import ConfigError, InvalidUpdateError, LabelError, NoValidUpdateError
-from reportfed.labels import LabelSpace
+from reportfed.core.errors import ConfigError, InvalidUpdateError, LabelError, NoValidUpdateError
+from reportfed.core.labels import LabelSpace
 
 Arrays = Mapping[str, np.ndarray]
 Weighting = Literal["uniform", "samples"]

@@ -18,11 +18,11 @@ from typing import Any
 import numpy as np
 
 from reportfed import __version__
-from reportfed.aggregation import GlobalState, flatten, unflatten
-from reportfed.calibration import COEFFICIENTS as CALIBRATION_COEFFICIENTS
-from reportfed.errors import ModelFileError, ReportfedError
-from reportfed.io import atomic_write
-from reportfed.labels import LabelSpace
+from reportfed.core.aggregation import GlobalState, flatten, unflatten
+from reportfed.core.errors import ModelFileError, ReportfedError
+from reportfed.core.files import atomic_write
+from reportfed.core.labels import LabelSpace
+from reportfed.text.calibration import COEFFICIENTS as CALIBRATION_COEFFICIENTS
 
 FORMAT = "reportfed-model/4"
 #: formats :func:`read_model` reads: /2 stores the whole training config where /3 keeps the
@@ -36,7 +36,7 @@ UNCHECKED = "reportfed-model/1"
 class ModelFile:
     """The contents of a model file. ``embedder`` holds ``spec``, ``base_url``, ``fingerprint``
     and ``dim``; ``architecture`` the architecture fields of
-    :class:`~reportfed.config.FederationConfig`; ``provenance`` how the model was trained."""
+    :class:`~reportfed.core.config.FederationConfig`; ``provenance`` how the model was trained."""
 
     state: GlobalState
     thresholds: list[float]
@@ -44,7 +44,7 @@ class ModelFile:
     embedder: dict[str, Any]
     architecture: dict[str, Any]
     provenance: dict[str, Any] = field(default_factory=dict)
-    #: per-label calibration coefficients (:mod:`reportfed.calibration`); None is the identity
+    #: per-label calibration coefficients (:mod:`reportfed.text.calibration`); None is the identity
     calibration: list[list[float]] | None = None
 
 

@@ -29,7 +29,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from reportfed.sentences import findings_sentences
+from reportfed.text.sentences import findings_sentences
 
 Assertion = Literal["affirmed", "negated", "uncertain"]
 #: how a report aggregates its mentions of a label: the first state any mention has

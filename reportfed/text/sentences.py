@@ -19,18 +19,10 @@ silently.
 from __future__ import annotations
 
 import re
-from typing import Literal
 
-from reportfed.errors import ConfigError
+from reportfed.core.config import GRANULARITIES, Granularity
+from reportfed.core.errors import ConfigError
 
-#: what a model reads of a report: the whole text, or its sentences one by one
-#: (:mod:`reportfed.embed.granularity` embeds either)
-Granularity = Literal["report", "sentence"]
-GRANULARITIES: tuple[Granularity, ...] = ("report", "sentence")
-GRANULARITY_HELP = (
-    "sentence: score every sentence, pool per label; report: one embedding per report "
-    "(the papers' method)"
-)
 #: Longest unit (in whitespace-separated words) given to the encoder; longer sentences are
 #: windowed. 96 words stay under 256 word pieces unless a word averages over 2.6 pieces.
 MAX_WORDS = 96
@@ -127,12 +119,23 @@ def _segments(text: str) -> list[tuple[str, str]]:
     return parts
 
 
+def _word_before(text: str, pos: int) -> str:
+    """The whitespace-delimited word that ends before ``text[pos]`` (spaces between skipped), read
+    backwards from ``pos``: the cost is the word's length, never the text's."""
+    end = pos
+    while end > 0 and text[end - 1].isspace():
+        end -= 1
+    start = end
+    while start > 0 and not text[start - 1].isspace():
+        start -= 1
+    return text[start:end]
+
+
 def _ends_sentence(segment: str, end: re.Match[str]) -> bool:
     """Whether the punctuation ``end`` closes a sentence (not an abbreviation or initial)."""
     if ";" in end.group() or "!" in end.group() or "?" in end.group():
         return True
-    before = segment[: end.start()].split()
-    word = before[-1].lower().rstrip(".") if before else ""
+    word = _word_before(segment, end.start()).lower().rstrip(".")
     if word in _ABBREVIATIONS:
         return False
     return not (len(word) == 1 and word.isalpha() and word not in "ai")

@@ -15,7 +15,7 @@ import typing
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal, TypeVar
 
-from reportfed.errors import ConfigError
+from reportfed.core.errors import ConfigError
 
 C = TypeVar("C")
 Scalar = int | float | str | bool

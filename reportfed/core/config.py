@@ -1,4 +1,4 @@
-"""The settings of a federation, declared once (:mod:`reportfed.schema` turns them into flags,
+"""The settings of a federation, declared once (:mod:`reportfed.core.schema` turns them into flags,
 run-config, node-config and wire keys, and docs): the hyperparameters (:class:`FederationConfig`)
 and what each site decides for itself (:class:`SiteSettings`, :class:`NodeSettings`). Torch-free,
 so the command line builds its parser without importing torch."""
@@ -9,16 +9,25 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-from reportfed.errors import ConfigError
-from reportfed.schema import setting
-from reportfed.sentences import GRANULARITY_HELP, Granularity
-from reportfed.server import ServerOptions
+from reportfed.core.errors import ConfigError
+from reportfed.core.schema import setting
+from reportfed.core.server import ServerOptions
 
 #: what a ``-1`` label cell means for presence
 Uncertain = Literal["zeros", "ones", "ignore"]
 #: what a blank label cell means: ``negative`` (not mentioned: the CheXpert labeler's convention,
 #: the default for report and image tables alike) or ``ignore`` (not annotated, masked out)
 Blank = Literal["negative", "ignore"]
+
+
+#: what a model reads of a report: the whole text, or its sentences one by one
+#: (:mod:`reportfed.embed.granularity` embeds either)
+Granularity = Literal["report", "sentence"]
+GRANULARITIES: tuple[Granularity, ...] = ("report", "sentence")
+GRANULARITY_HELP = (
+    "sentence: score every sentence, pool per label; report: one embedding per report "
+    "(the papers' method)"
+)
 
 
 def check_fraction(name: str, value: float) -> None:
@@ -31,7 +40,7 @@ def check_fraction(name: str, value: float) -> None:
 class FederationConfig(ServerOptions):
     """Hyperparameters of a federated run: the model's architecture (``hidden``, ``dropout``,
     ``skip``; what a model file keeps), the nodes' local training, the server's rules
-    (:class:`~reportfed.server.ServerOptions`) and the run (``rounds``, ``seed``).
+    (:class:`~reportfed.core.server.ServerOptions`) and the run (``rounds``, ``seed``).
 
     The defaults are the product's, chosen by the ``beyond`` experiment (docs/experiments.md,
     "The product's defaults"); :data:`PAPER` is the paper's code. Beyond the paper (the product
@@ -43,7 +52,7 @@ class FederationConfig(ServerOptions):
     label by that label's negatives/positives on the node (clipped to 100). ``skip`` gives the head a linear term on the input embedding, merged label by label
     with the head's rows. ``prox`` > 0 adds FedProx's proximal term towards the weights the node
     received. ``templates`` adds sentences stating and negating each of a node's labels to its
-    training rows (:mod:`reportfed.templates`). ``node_lr`` maps node names to their own
+    training rows (:mod:`reportfed.text.templates`). ``node_lr`` maps node names to their own
     learning rates.
     """
 

@@ -1,5 +1,5 @@
-"""In-process federation of report sites: every node's :class:`~reportfed.report_node.ReportAlgorithm`
-trains in this process and :class:`~reportfed.server.SurgicalServer` steps. Deterministic for a
+"""In-process federation of report sites: every node's :class:`~reportfed.reports.node.ReportAlgorithm`
+trains in this process and :class:`~reportfed.core.server.SurgicalServer` steps. Deterministic for a
 seed; used by the labeler, the experiments and as the reference the Flower apps must match.
 """
 
@@ -9,13 +9,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from reportfed.aggregation import GlobalState
-from reportfed.config import FederationConfig
-from reportfed.errors import ConfigError
-from reportfed.labels import LabelSpace
-from reportfed.report_node import Node, ReportAlgorithm, initial_state
-from reportfed.rounds import run_rounds
-from reportfed.server import SurgicalServer
+from reportfed.core.aggregation import GlobalState
+from reportfed.core.config import FederationConfig
+from reportfed.core.errors import ConfigError
+from reportfed.core.labels import LabelSpace
+from reportfed.core.rounds import run_rounds
+from reportfed.core.server import SurgicalServer
+from reportfed.reports.node import Node, ReportAlgorithm, initial_state
 
 
 @dataclass

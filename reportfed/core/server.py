@@ -1,9 +1,9 @@
 """The server's round, written once: :class:`SurgicalServer` holds the global state and the
 server's rules (:class:`ServerOptions`), and its :meth:`~SurgicalServer.step` is the only caller of
-:func:`reportfed.aggregation.aggregate`. Every engine drives it: the in-process loop, the lockstep
+:func:`reportfed.core.aggregation.aggregate`. Every engine drives it: the in-process loop, the lockstep
 engine, the Flower strategy and the image federation.
 
-A step takes the round's node updates, or only their :class:`~reportfed.aggregation.Sums` (secure
+A step takes the round's node updates, or only their :class:`~reportfed.core.aggregation.Sums` (secure
 aggregation: the server never sees one node's update), and returns the next global state:
 
 1. fewer than ``min_nodes`` updates, or fewer than ``min_nodes`` that pass validation (with
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from reportfed.aggregation import (
+from reportfed.core.aggregation import (
     GlobalState,
     NodeUpdate,
     OnInvalid,
@@ -36,13 +36,13 @@ from reportfed.aggregation import (
     aggregate,
     merge,
 )
-from reportfed.errors import ConfigError, NoValidUpdateError
-from reportfed.schema import setting
+from reportfed.core.errors import ConfigError, NoValidUpdateError
+from reportfed.core.schema import setting
 
 
 @dataclass(frozen=True)
 class ServerOptions:
-    """The server's rules; text (:class:`~reportfed.engine.FederationConfig`) and vision
+    """The server's rules; text (:class:`~reportfed.reports.engine.FederationConfig`) and vision
     (:class:`~vision.federation.ImageFederationConfig`) configs inherit them, so every server
     option reaches every engine."""
 
@@ -107,7 +107,7 @@ class ServerMomentum:
 CLIP_SLACK = 1e-3
 
 
-def mean_change(sums: Sums, previous: GlobalState) -> float:
+def _mean_change(sums: Sums, previous: GlobalState) -> float:
     """The L2 norm of the nodes' mean change to ``previous`` over the shared block and every
     label's rows (zero where a node lacks the label), from their :class:`Sums` alone: at most
     the largest single update's norm."""
@@ -182,7 +182,7 @@ class SurgicalServer:
         previous = self.state
         if len(nodes) < self.min_nodes:
             return self._unchanged(nodes, {})
-        size = mean_change(sums, previous)
+        size = _mean_change(sums, previous)
         limit = self.options.clip_norm * (1 + CLIP_SLACK)
         if self.options.clip_norm > 0 and size > limit:
             reason = f"the mean update's norm {size:.4g} exceeds clip_norm {self.options.clip_norm}"

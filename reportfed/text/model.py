@@ -14,11 +14,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from reportfed.aggregation import Arrays, GlobalState
-from reportfed.config import FederationConfig
+from reportfed.core.aggregation import GlobalState
+from reportfed.core.config import FederationConfig
+from reportfed.nn.arrays import load_arrays
 
-SHARED_PREFIX = "representation."
-TASK_PREFIX = "task."
 SKIP = "skip"  #: the task-block key of :class:`SkipHead`'s input term
 
 
@@ -59,7 +58,7 @@ def seed_dropout(model: nn.Module, generator: torch.Generator | None) -> None:
             module.generator = generator
 
 
-def seeded_init(model: nn.Module, generator: torch.Generator) -> nn.Module:
+def _seeded_init(model: nn.Module, generator: torch.Generator) -> nn.Module:
     """Initialise ``model``'s linear layers as torch does (``nn.Linear.reset_parameters``), drawing
     from ``generator``; a :class:`SkipHead`'s input term stays zero. Returns ``model``."""
     with torch.no_grad():
@@ -111,7 +110,9 @@ def sentence_mask(x: torch.Tensor) -> torch.Tensor:
     return (x != 0).any(-1)
 
 
-def sentence_logits(score: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor) -> torch.Tensor:
+def _sentence_logits(
+    score: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor
+) -> torch.Tensor:
     """Logits ``(n, S, labels)`` of each sentence of bags ``x`` ``(n, S, dim)``; only the real
     sentences are scored, padding gets ``-inf``."""
     mask = sentence_mask(x)
@@ -125,37 +126,7 @@ def pool_sentences(score: Callable[[torch.Tensor], torch.Tensor], x: torch.Tenso
     """Per report and label, the largest logit over the report's sentences (multiple-instance
     learning with max pooling): a report shows a finding if one of its sentences does. Only the
     real sentences of ``x`` ``(n, S, dim)`` are scored; a report without any gets ``-inf``."""
-    return sentence_logits(score, x).amax(dim=1)
-
-
-def to_arrays(
-    model: nn.Module, *, skip: Sequence[str] = ()
-) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-    """Split a model's state into (shared, task) NumPy arrays, keys without the block prefix.
-
-    ``skip`` lists shared keys kept local (e.g. BatchNorm statistics under FedBN).
-    """
-    shared: dict[str, np.ndarray] = {}
-    task: dict[str, np.ndarray] = {}
-    for key, value in model.state_dict().items():
-        arr = value.detach().cpu().numpy().copy()
-        if key.startswith(SHARED_PREFIX):
-            name = key[len(SHARED_PREFIX) :]
-            if name not in skip and arr.dtype.kind == "f":
-                shared[name] = arr
-        elif key.startswith(TASK_PREFIX):
-            task[key[len(TASK_PREFIX) :]] = arr
-    return shared, task
-
-
-def load_arrays(model: nn.Module, shared: Arrays, task: Arrays) -> None:
-    """Load (shared, task) arrays into a model in place; keys not given keep their values."""
-    state = {SHARED_PREFIX + k: torch.from_numpy(np.asarray(v)) for k, v in shared.items()}
-    state.update({TASK_PREFIX + k: torch.from_numpy(np.asarray(v)) for k, v in task.items()})
-    missing = set(state) - set(model.state_dict())
-    if missing:
-        raise KeyError(f"unknown model keys {sorted(missing)}")
-    model.load_state_dict(state, strict=False)
+    return _sentence_logits(score, x).amax(dim=1)
 
 
 @torch.inference_mode()
@@ -173,7 +144,7 @@ def node_model(
     generator seeded with ``seed`` (the same for the same seed), else from torch's global one."""
     model = ReportMLP(input_dim, n_labels, config.hidden, config.dropout, skip=config.skip)
     if seed is not None:
-        seeded_init(model, torch.Generator().manual_seed(seed))
+        _seeded_init(model, torch.Generator().manual_seed(seed))
     return model
 
 
@@ -196,4 +167,4 @@ def decisive_sentences(state: GlobalState, x: np.ndarray, config: FederationConf
     takes (the sentence behind the presence probability) in sentence bags ``x``."""
     model = global_model(state, x.shape[-1], config)
     bags = torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32))
-    return sentence_logits(model.score, bags).argmax(dim=1).numpy()
+    return _sentence_logits(model.score, bags).argmax(dim=1).numpy()

@@ -1,4 +1,4 @@
-"""The in-process round loop, shared by text (:func:`reportfed.engine.run_federation`)
+"""The in-process round loop, shared by text (:func:`reportfed.reports.engine.run_federation`)
 and vision (:func:`vision.federation.run_image_federation`), and the seed of a node's round, which
 every engine (the loop, lockstep, Flower nodes) derives the same way."""
 
@@ -9,9 +9,9 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from reportfed.aggregation import GlobalState
-from reportfed.node import NodeAlgorithm
-from reportfed.server import SurgicalServer
+from reportfed.core.aggregation import GlobalState
+from reportfed.core.node import NodeAlgorithm
+from reportfed.core.server import SurgicalServer
 
 
 def round_seed(seed: int, round_: int, node_index: int) -> int:

@@ -4,7 +4,7 @@ A logistic regression (Platt scaling widened by the text's assertion) over four 
 report and label:
 
 * the model's logit (max pooled over sentences);
-* three flags from the report's decisive mention of the label (:mod:`reportfed.assertion`):
+* three flags from the report's decisive mention of the label (:mod:`reportfed.text.assertion`):
   affirmed, negated, uncertain (all 0 when the text does not name the finding).
 
 It is fitted on the sites' validation rows (rows the model did not train on), over every
@@ -29,7 +29,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from reportfed.assertion import Mention
+from reportfed.text.assertion import Mention
 
 #: the features, in coefficient order
 FEATURES = ("logit", "affirmed", "negated", "uncertain")
@@ -55,7 +55,7 @@ def calibration_features(
 ) -> np.ndarray:
     """``(n, labels, 4)``: the logit of ``scores`` ``(n, labels)`` and each report's decisive
     mention flags (``mentions``: per report, label -> mention, as
-    :func:`reportfed.assertion.decisive_mentions` gives them; a label absent is not mentioned)."""
+    :func:`reportfed.text.assertion.decisive_mentions` gives them; a label absent is not mentioned)."""
     p = np.clip(np.asarray(scores, dtype=np.float64), _EPS, 1 - _EPS)
     out = np.zeros((*p.shape, len(FEATURES)))
     out[..., 0] = np.log(p / (1 - p))

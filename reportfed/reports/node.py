@@ -1,6 +1,6 @@
-"""The node algorithm of report tables (:class:`~reportfed.node.NodeAlgorithm`): a site's
-embedded reports and labels, trained as :class:`~reportfed.model.ReportMLP` rows from the global
-state. The in-process engine (:func:`reportfed.engine.run_federation`) and the Flower ClientApp
+"""The node algorithm of report tables (:class:`~reportfed.core.node.NodeAlgorithm`): a site's
+embedded reports and labels, trained as :class:`~reportfed.text.model.ReportMLP` rows from the global
+state. The in-process engine (:func:`reportfed.reports.engine.run_federation`) and the Flower ClientApp
 drive the same :class:`ReportAlgorithm`; :data:`REPORTS` is the modality the Flower apps load.
 """
 
@@ -15,32 +15,26 @@ from typing import Any
 import numpy as np
 import torch
 
-from reportfed import schema
-from reportfed.aggregation import Arrays, GlobalState, NodeUpdate, node_arrays
-from reportfed.assertion import Mention
-from reportfed.calibration import calibration_features, fit_calibration
-from reportfed.config import FederationConfig, NodeSettings, RunSettings, SiteSettings
-from reportfed.errors import ReportfedError
-from reportfed.labels import LabelSpace, check_label_matrix, warn_if_all_positive
-from reportfed.model import (
-    ReportMLP,
-    global_model,
-    load_arrays,
-    node_model,
-    predict_proba,
-    to_arrays,
-)
-from reportfed.node import Description, Evaluation
-from reportfed.rounds import round_seed
-from reportfed.templates import lacked_negatives, template_rows
-from reportfed.train import positive_weights, train_local
+from reportfed.core import schema
+from reportfed.core.aggregation import Arrays, GlobalState, NodeUpdate, node_arrays
+from reportfed.core.config import FederationConfig, NodeSettings, RunSettings, SiteSettings
+from reportfed.core.errors import ReportfedError
+from reportfed.core.labels import LabelSpace, check_label_matrix, warn_if_all_positive
+from reportfed.core.node import Description, Evaluation
+from reportfed.core.rounds import round_seed
+from reportfed.nn.arrays import load_arrays, to_arrays
+from reportfed.text.assertion import Mention
+from reportfed.text.calibration import calibration_features, fit_calibration
+from reportfed.text.model import ReportMLP, global_model, node_model, predict_proba
+from reportfed.text.templates import lacked_negatives, template_rows
+from reportfed.text.train import positive_weights, train_local
 
 
 @dataclass
 class Node:
     """One site's training data: embeddings ``x`` ``(n, d)`` and labels ``y`` ``(n, len(labels))``
     (NaN = not annotated); the last ``templates`` rows are template sentences, not reports
-    (:mod:`reportfed.templates`)."""
+    (:mod:`reportfed.text.templates`)."""
 
     name: str
     x: np.ndarray
@@ -66,7 +60,7 @@ def _stack(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def with_templates(node: Node, embed: Callable[[Sequence[str]], np.ndarray]) -> Node:
-    """``node`` with the template rows of its labels (:mod:`reportfed.templates`) after its
+    """``node`` with the template rows of its labels (:mod:`reportfed.text.templates`) after its
     reports; ``embed`` turns texts into embeddings as the node's were made (same embedder and
     granularity)."""
     texts, y = template_rows(node.labels)
@@ -86,7 +80,7 @@ def initial_state(input_dim: int, labels: LabelSpace, config: FederationConfig) 
     return GlobalState(labels=labels, shared=shared, task=task)
 
 
-def with_own_labels(
+def _with_own_labels(
     state: GlobalState, labels: LabelSpace, dim: int, config: FederationConfig
 ) -> GlobalState:
     """``state`` plus freshly initialised rows for the labels in ``labels`` that it lacks (a label
@@ -141,7 +135,7 @@ class ReportAlgorithm:
         negatives for those labels.
         """
         config, node = self.config, self.node
-        state = with_own_labels(state, node.labels, self.dim, config)
+        state = _with_own_labels(state, node.labels, self.dim, config)
         head = state.labels if config.distill > 0 else node.labels
         if self._model is None or self._model.task.out_features != len(head):
             self._model = node_model(self.dim, len(head), config)
@@ -203,12 +197,12 @@ def load_report_node(
     The node's labels are the label columns with at least one annotated row; empty settings take
     the run's (embedder) or reportfed's defaults (name: the table's stem; the cache directory).
     """
+    from reportfed.core.paths import embeddings_cache_dir
     from reportfed.data.partition import split_rows
     from reportfed.data.table import read_reports
     from reportfed.embed import make_embedder
     from reportfed.embed.granularity import embed_reports
-    from reportfed.paths import embeddings_cache_dir
-    from reportfed.states import report_mentions
+    from reportfed.text.states import report_mentions
 
     if not settings.data:
         raise ReportfedError("node config has no 'data' (the path of this node's reports table)")

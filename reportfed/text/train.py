@@ -6,25 +6,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from reportfed.errors import ConfigError
-from reportfed.model import seed_dropout
-from reportfed.threads import torch_threads, training_threads
-
-
-def masked_bce(
-    logits: torch.Tensor, targets: torch.Tensor, pos_weight: torch.Tensor | None = None
-) -> torch.Tensor:
-    """Mean binary cross-entropy over the entries of ``targets`` that are not NaN; ``pos_weight``
-    (one per column) multiplies the loss of positive entries."""
-    mask = ~torch.isnan(targets)
-    if not mask.any():
-        return logits.sum() * 0.0
-    if pos_weight is None:
-        return nn.functional.binary_cross_entropy_with_logits(logits[mask], targets[mask])
-    loss = nn.functional.binary_cross_entropy_with_logits(
-        logits, torch.nan_to_num(targets), pos_weight=pos_weight, reduction="none"
-    )
-    return loss[mask].mean()
+from reportfed.core.errors import ConfigError
+from reportfed.nn.loss import masked_bce
+from reportfed.nn.threads import torch_threads, training_threads
+from reportfed.text.model import seed_dropout
 
 
 def positive_weights(y: np.ndarray, max_weight: float = 100.0) -> np.ndarray:
@@ -54,12 +39,12 @@ def train_local(
     """Train ``model`` on ``(x, y)`` with a fresh Adam; returns the mean training loss.
 
     ``seed`` fixes the batch order and the dropout masks of the model's
-    :class:`~reportfed.model.SeededDropout` layers (two generators, no global state), so a run is
+    :class:`~reportfed.text.model.SeededDropout` layers (two generators, no global state), so a run is
     reproducible. ``soft`` (same shape as
     ``y``, NaN where unused) adds ``distill`` x the masked BCE against these soft targets.
     ``weight_decay`` is Adam's L2 term; ``pos_weight`` weighs the positives of each label.
     ``prox`` adds FedProx's proximal term ``prox/2 * ||w - w_start||^2`` (to the gradient; the
-    returned loss is the data loss). Runs with :func:`~reportfed.threads.training_threads`
+    returned loss is the data loss). Runs with :func:`~reportfed.nn.threads.training_threads`
     torch threads.
     """
     if len(x) == 0:

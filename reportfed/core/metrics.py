@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from reportfed.errors import ConfigError
+from reportfed.core.errors import ConfigError
 
 # sklearn is imported where it is used: importing it costs ~0.7 s of CPU, which a Flower node
 # would pay in every ClientApp process (one a message), most of which evaluate nothing

@@ -14,7 +14,7 @@ from typing import overload
 
 import numpy as np
 
-from reportfed.errors import ConfigError, LabelError, ReportfedWarning
+from reportfed.core.errors import ConfigError, LabelError, ReportfedWarning
 
 #: The CheXpert labeler's 14 observations, in its output column order.
 CHEXPERT_14: tuple[str, ...] = (

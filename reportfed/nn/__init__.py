@@ -1,0 +1,1 @@
+"""Torch pieces both modalities share: modules <-> arrays, the masked loss, thread counts."""
