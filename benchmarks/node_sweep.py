@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -33,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from machine import cpu_model
 from scipy import stats
 
 from experiments.baselines import METHODS, Scenario, method_nodes
@@ -63,16 +63,6 @@ def sweep(
             sc = sc.at(granularity)  # type: ignore[arg-type]
             runs.append((k, sc, method_nodes(sc, METHODS["surgical"])))
     return runs
-
-
-def cpu_model() -> str:
-    """The CPU's model name (from /proc/cpuinfo on Linux): sweeps on different CPUs differ."""
-    try:
-        lines = Path("/proc/cpuinfo").read_text().splitlines()
-    except OSError:
-        lines = []
-    names = [line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")]
-    return names[0] if names else platform.processor() or "unknown CPU"
 
 
 def peak_gflops(dtype: torch.dtype, device: str, size: int = 2048, repeats: int = 10) -> float:

@@ -153,3 +153,20 @@ def test_a_finding_late_in_a_long_report_is_read(default_labeler: ReportLabeler)
     assert long[0, col] > 0.5 > short[0, col]
     states = default_labeler.predict_states([head + "IMPRESSION: Large right pneumothorax."])
     assert states[0, col] == 1.0
+
+
+def test_a_report_of_50000_sentences_is_labelled(default_labeler: ReportLabeler) -> None:
+    """Scale: a 50,000-sentence report (the splitter was quadratic; such a report never
+    finished) is labelled, its one positive finding and one negation read where they stand."""
+    filler = [
+        "The trachea is midline.",
+        "Heart size is normal.",
+        "The visualized osseous structures are unremarkable, Dr. Smith noted approx. 3.5 cm.",
+        "No focal airspace consolidation.",
+    ]
+    body = " ".join(filler[i % len(filler)] for i in range(49_998))
+    report = f"FINDINGS: {body} Small left pleural effusion. No pneumothorax."
+    names = list(default_labeler.classes_)
+    (states,) = default_labeler.predict_states([report])
+    got = {name: states[names.index(name)] for name in ("Pleural Effusion", "Pneumothorax")}
+    assert got == {"Pleural Effusion": 1.0, "Pneumothorax": 0.0}

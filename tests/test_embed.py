@@ -7,7 +7,7 @@ from typing import ClassVar
 import numpy as np
 import pytest
 
-from reportfed.core.errors import EmbeddingError
+from reportfed.core.errors import ConfigError, EmbeddingError
 from reportfed.embed import OpenAIEmbedder, embed_texts, make_embedder
 from reportfed.embed.cache import EmbeddingCache, text_key
 
@@ -24,7 +24,7 @@ class Counting:
 
     def __init__(self, inner) -> None:  # type: ignore[no-untyped-def]
         self.inner, self.calls = inner, []
-        self.fingerprint, self.dim = inner.fingerprint, inner.dim
+        self.fingerprint, self.cache_key, self.dim = inner.fingerprint, inner.cache_key, inner.dim
 
     def embed(self, texts):  # type: ignore[no-untyped-def]
         self.calls.append(list(texts))
@@ -52,13 +52,13 @@ def test_cache_miss_then_hit_and_partial_reuse(minilm, tmp_path) -> None:
 def test_corrupted_shard_is_rebuilt_never_returned(minilm, tmp_path) -> None:
     counting = Counting(minilm)
     good = embed_texts(TEXTS, counting, cache_dir=tmp_path, progress=False)
-    (shard,) = EmbeddingCache(tmp_path, minilm.fingerprint).dir.glob("shard-*.npz")
+    (shard,) = EmbeddingCache(tmp_path, minilm.cache_key).dir.glob("shard-*.npz")
     raw = bytearray(shard.read_bytes())
     raw[-200] ^= 0xFF  # flip a byte inside the stored vectors
     shard.write_bytes(bytes(raw))
     rebuilt = embed_texts(TEXTS, counting, cache_dir=tmp_path, progress=False)
     assert len(counting.calls) == 2 and np.allclose(rebuilt, good)
-    shard_files = list(EmbeddingCache(tmp_path, minilm.fingerprint).dir.glob("shard-*.npz"))
+    shard_files = list(EmbeddingCache(tmp_path, minilm.cache_key).dir.glob("shard-*.npz"))
     assert len(shard_files) == 1 and shard_files[0] != shard
     shard_files[0].write_bytes(b"truncated")
     assert np.allclose(embed_texts(TEXTS, counting, cache_dir=tmp_path, progress=False), good)
@@ -67,7 +67,7 @@ def test_corrupted_shard_is_rebuilt_never_returned(minilm, tmp_path) -> None:
 def test_a_shard_of_another_dimension_is_dropped_not_fatal(minilm, tmp_path) -> None:
     counting = Counting(minilm)
     good = embed_texts(TEXTS, counting, cache_dir=tmp_path, progress=False)
-    cache = EmbeddingCache(tmp_path, minilm.fingerprint)
+    cache = EmbeddingCache(tmp_path, minilm.cache_key)
     cache.store([text_key("New text.")], np.ones((1, 8), dtype=np.float32))  # a foreign shard
     again = embed_texts([*TEXTS, "New text."], counting, cache_dir=tmp_path, progress=False)
     assert again.shape == (5, 384) and np.allclose(again[:4], good, atol=1e-6)
@@ -81,7 +81,7 @@ def test_shards_all_of_a_wrong_size_and_a_directory_entry_are_removed(
     size, and a directory where a shard should be: removed with a warning, texts re-embedded."""
     counting = Counting(minilm)
     good = embed_texts(TEXTS, counting, cache_dir=tmp_path, progress=False)
-    cache = EmbeddingCache(tmp_path, minilm.fingerprint)
+    cache = EmbeddingCache(tmp_path, minilm.cache_key)
     assert cache.dim == 384
     keys = [text_key(t) for t in dict.fromkeys(TEXTS)]
     for recorded in (True, False):
@@ -105,12 +105,27 @@ def test_unknown_embedder_kind_is_a_one_line_error() -> None:
         make_embedder("bert:/models/x")
 
 
-def test_cache_is_keyed_by_fingerprint(minilm, tmp_path) -> None:
+def test_cache_is_keyed_by_precision_and_models_by_vector_space(tmp_path) -> None:
+    bf16 = make_embedder("minilm", precision="bf16")
     fp32 = make_embedder("minilm", precision="fp32")
-    assert fp32.fingerprint != minilm.fingerprint
-    a = embed_texts(TEXTS[:1], minilm, cache_dir=tmp_path, progress=False)
+    assert fp32.fingerprint == bf16.fingerprint and fp32.cache_key != bf16.cache_key
+    a = embed_texts(TEXTS[:1], bf16, cache_dir=tmp_path, progress=False)
     b = embed_texts(TEXTS[:1], fp32, cache_dir=tmp_path, progress=False)
     assert not np.array_equal(a, b) and float(a[0] @ b[0]) > 0.999
+
+
+def test_auto_precision_never_emulates_bf16(monkeypatch) -> None:
+    from reportfed.embed.local import native_bf16
+
+    monkeypatch.delenv("REPORTFED_PRECISION", raising=False)
+    assert make_embedder("minilm").precision == ("bf16" if native_bf16("cpu") else "fp32")
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")  # a processor without AVX512-BF16
+    assert not native_bf16("cpu") and make_embedder("minilm").precision == "fp32"
+    monkeypatch.setenv("REPORTFED_PRECISION", "bf16")  # what --precision bf16 sets
+    assert make_embedder("minilm").precision == "bf16"
+    monkeypatch.setenv("REPORTFED_PRECISION", "fp16")
+    with pytest.raises(ConfigError, match="precision must be one of auto, fp32, bf16"):
+        make_embedder("minilm")
 
 
 def test_hf_mean_pooling_path_matches_sentence_transformers() -> None:
@@ -124,11 +139,29 @@ def test_hf_mean_pooling_path_matches_sentence_transformers() -> None:
         _ = make_embedder("hf:/nonexistent/Bio_ClinicalBERT").dim
 
 
+def test_onnx_backends_fp32_is_torch_fp32s_space_and_int8_a_space_of_its_own(tmp_path) -> None:
+    torch32 = make_embedder("minilm", precision="fp32", backend="torch")
+    onnx32 = make_embedder("minilm", backend="onnx")
+    int8 = make_embedder("minilm", backend="onnx-int8")
+    assert onnx32.fingerprint == torch32.fingerprint and onnx32.cache_key != torch32.cache_key
+    assert int8.fingerprint == torch32.fingerprint + ":int8"
+    ref = torch32.embed(TEXTS)
+    assert np.sum(ref * onnx32.embed(TEXTS), axis=1).min() > 0.9999
+    cos8 = np.sum(ref * int8.embed(TEXTS), axis=1)
+    assert cos8.min() > 0.85 and cos8.max() < 0.9999  # close, but not the same vectors
+    with pytest.raises(EmbeddingError, match="runs sentence-transformers models"):
+        make_embedder("hf:minilm", backend="onnx")
+    with pytest.raises(EmbeddingError, match="backend must be one of"):
+        make_embedder("minilm", backend="openvino")
+
+
 def test_bf16_stays_within_cosine_0999_of_fp32(iu_embedded) -> None:
-    table, x_bf16 = iu_embedded
-    idx = np.random.default_rng(0).choice(len(table), 256, replace=False)
-    x32 = make_embedder("minilm", precision="fp32").embed([table.texts[i] for i in idx])
-    cos = np.sum(x32 * x_bf16[idx], axis=1) / np.linalg.norm(x_bf16[idx], axis=1)
+    table, _ = iu_embedded
+    idx = np.random.default_rng(0).choice(len(table), 64, replace=False)
+    texts = [table.texts[i] for i in idx]
+    x32 = make_embedder("minilm", precision="fp32").embed(texts)
+    x16 = make_embedder("minilm", precision="bf16").embed(texts)
+    cos = np.sum(x32 * x16, axis=1) / np.linalg.norm(x16, axis=1) / np.linalg.norm(x32, axis=1)
     assert cos.min() > 0.999
 
 

@@ -113,3 +113,12 @@ def test_sections_follow_the_layout(text: str, expected: list[str]) -> None:
     from reportfed.text.sentences import findings_sentences
 
     assert findings_sentences(text) == expected
+
+
+def test_a_100000_sentence_report_splits_whole() -> None:
+    """Scale: every sentence of a 100,000-sentence report comes back, abbreviations kept inside
+    their sentence (the splitter re-read the whole text before each full stop and never ended)."""
+    sentences = ["Heart size is normal.", "Dr. Smith noted approx. 3.5 cm nodule.", "No effusion;"]
+    text = " ".join(sentences[i % 3] for i in range(100_000))
+    got = split_sentences(text)
+    assert len(got) == 100_000 and got[1] == sentences[1] and got[-1] == "Heart size is normal."

@@ -8,6 +8,7 @@ partial output file left behind. Each command lives in its own module here; they
 from __future__ import annotations
 
 import argparse
+import os
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -41,6 +42,9 @@ def run(args: argparse.Namespace) -> int:
                 default(message, category, *rest, **kw)
 
         warnings.showwarning = show
+        for flag in ("precision", "backend"):  # how vectors are computed, read by embed/
+            if getattr(args, flag, None):
+                os.environ[f"REPORTFED_{flag.upper()}"] = getattr(args, flag)
         try:
             args.func(args)
         except ReportfedError as exc:

@@ -58,11 +58,26 @@ def check_outputs(
 
 
 def add_embedder_options(p: argparse.ArgumentParser, *, choose: bool = True) -> None:
-    """``--cache-dir`` and, with ``choose``, ``--embedder`` and ``--base-url``."""
+    """``--cache-dir``, ``--precision``, ``--backend`` and, with ``choose``, ``--embedder`` and ``--base-url``."""
     from reportfed.core.paths import embeddings_cache_dir
 
     p.add_argument(
         "--cache-dir", default=str(embeddings_cache_dir()), help="embedding cache directory"
+    )
+    p.add_argument(
+        "--precision",
+        choices=("auto", "fp32", "bf16"),
+        default=None,
+        help="how a local embedder computes (default: $REPORTFED_PRECISION, else auto: bf16 where "
+        "the processor multiplies bf16 natively, fp32 elsewhere); the model file is the same",
+    )
+    p.add_argument(
+        "--backend",
+        choices=("auto", "torch", "onnx", "onnx-int8"),
+        default=None,
+        help="what runs a sentence-transformers embedder (default: $REPORTFED_BACKEND, else auto: "
+        "torch); onnx needs pip install 'reportfed[onnx]' and gives torch fp32's vectors, "
+        "onnx-int8 vectors of its own (a model trained on them needs them)",
     )
     if not choose:
         return

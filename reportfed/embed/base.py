@@ -12,12 +12,18 @@ import numpy as np
 class Embedder(Protocol):
     """Turns report texts into fixed-size float32 vectors.
 
-    ``fingerprint`` identifies the exact model (and weights and precision): the embedding cache is
-    keyed by it, and a trained model refuses to run on an embedder with another fingerprint.
+    ``fingerprint`` names the vector space (the model, its weights, settings that change the
+    vectors): a trained model refuses to run on an embedder with another fingerprint, and every
+    node of a federation must share it. ``cache_key`` adds how the vectors are computed
+    (precision, backend): the embedding cache is keyed by it, so vectors computed one way are
+    never served for another.
     """
 
     @property
     def fingerprint(self) -> str: ...
+
+    @property
+    def cache_key(self) -> str: ...
 
     @property
     def dim(self) -> int: ...

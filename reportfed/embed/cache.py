@@ -1,6 +1,6 @@
-"""On-disk embedding cache keyed by embedder fingerprint and text hash.
+"""On-disk embedding cache keyed by the embedder's cache key (:attr:`Embedder.cache_key`) and text hash.
 
-Layout: ``<root>/<sha256(fingerprint)[:16]>/`` holds ``fingerprint.txt`` and shards
+Layout: ``<root>/<sha256(cache key)[:16]>/`` holds ``fingerprint.txt`` (the key) and shards
 ``shard-*.npz``, each with ``keys`` (sha256 of each text, ``(n, 32)`` uint8), ``vectors``
 (``(n, dim)`` float32) and ``digest`` (sha256 over keys and vectors). Shards are written
 atomically, one per chunk of new texts, so an interrupted run keeps what it finished; ``dim.txt``
@@ -42,7 +42,7 @@ def _digest(keys: np.ndarray, vectors: np.ndarray) -> bytes:
 
 
 class EmbeddingCache:
-    """The cache directory of one embedder fingerprint."""
+    """The cache directory of one embedder cache key."""
 
     def __init__(self, root: str | Path, fingerprint: str) -> None:
         self.fingerprint = fingerprint
@@ -122,7 +122,7 @@ def embed_texts(
     counts: dict[str, int] | None = None,
     unit: str = "text",
 ) -> np.ndarray:
-    """Embed ``texts`` through the cache: only texts never embedded by this fingerprint are computed.
+    """Embed ``texts`` through the cache: only texts never embedded under this cache key are computed.
 
     Returns a float32 array ``(len(texts), dim)`` in the order of ``texts``. ``cache_dir=None``
     disables the cache. ``counts``, where given, receives how many distinct texts were embedded
@@ -131,7 +131,7 @@ def embed_texts(
     named on stderr the first time it holds this embedder's vectors.
     """
     keys = [text_key(t) for t in texts]
-    cache = EmbeddingCache(cache_dir, embedder.fingerprint) if cache_dir is not None else None
+    cache = EmbeddingCache(cache_dir, embedder.cache_key) if cache_dir is not None else None
     known: dict[bytes, np.ndarray] = {}
     if cache is not None and any(cache.dir.glob("shard-*.npz")):
         known = cache.load(cache.dim or embedder.dim)
@@ -145,7 +145,7 @@ def embed_texts(
     if todo:
         if cache is not None and progress and not cache.dir.exists():
             print(
-                f"reportfed: caching {embedder.fingerprint} embeddings in {cache.dir.parent.resolve()}"
+                f"reportfed: caching {embedder.cache_key} embeddings in {cache.dir.parent.resolve()}"
                 " (REPORTFED_EMBEDDINGS_CACHE or --cache-dir to change)",
                 file=sys.stderr,
                 flush=True,

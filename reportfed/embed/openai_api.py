@@ -63,6 +63,10 @@ class OpenAIEmbedder:
         return f"openai:{self.base_url.rstrip('/')}:{self.model}"
 
     @property
+    def cache_key(self) -> str:
+        return self.fingerprint
+
+    @property
     def dim(self) -> int:
         if self._dim is None:
             self._dim = int(self._request(["dimension probe"]).shape[1])

@@ -107,7 +107,7 @@ def read_model(path: str | Path) -> ModelFile:
             ),
             thresholds=[float(t) for t in meta["thresholds"]],
             granularity=meta.get("granularity", "report"),
-            embedder=dict(meta["embedder"]),
+            embedder=_vector_space(dict(meta["embedder"])),
             architecture=dict(meta["architecture"] if "architecture" in meta else meta["config"]),
             provenance=dict(meta["provenance"]),
             calibration=meta.get("calibration"),
@@ -116,6 +116,17 @@ def read_model(path: str | Path) -> ModelFile:
     except (KeyError, TypeError, ValueError, ReportfedError) as exc:
         raise ModelFileError(f"{path}: inconsistent model metadata ({exc!r})") from None
     return model
+
+
+def _vector_space(embedder: dict[str, Any]) -> dict[str, Any]:
+    """``embedder`` with its fingerprint naming the vector space only: files written by reportfed
+    0.1.0 before this rule named the torch float precision of a local embedder in it
+    (``st:MODEL:DIGEST:bf16``), and fp32 and bf16 vectors of the same weights are one space."""
+    parts = str(embedder.get("fingerprint", "")).split(":")
+    if parts[0] in ("st", "hf-mean") and len(parts) > 3 and parts[3] in ("fp32", "bf16"):
+        del parts[3]
+        return {**embedder, "fingerprint": ":".join(parts)}
+    return embedder
 
 
 def _check_per_label(model: ModelFile) -> None:

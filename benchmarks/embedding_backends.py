@@ -1,0 +1,135 @@
+"""Which embedding backend for which CPU: speed, closeness to fp32 and the labels' quality, in one
+invocation.
+
+Arms: torch fp32, torch bf16, ONNX Runtime fp32 and ONNX Runtime dynamic int8, each embedding the
+same 2,000 distinct IU report sentences (``reportfed.text.sentences.report_units``) in a process
+of its own, on this CPU as it is and capped to AVX2 (``ONEDNN_MAX_CPU_ISA=AVX2
+ATEN_CPU_CAPABILITY=avx2``: torch then runs as on a CPU without AVX512-BF16; ONNX Runtime chooses
+its kernels by itself and ignores both). Per arm: sentences/s and the cosine of each vector to
+torch fp32's. ``auto`` is what ``precision="auto"`` picks under each cap.
+
+With ``--quality`` each backend also trains the default recipe on IU and labels the held-out
+reports (``benchmarks/labels_iu.py``, seeds ``--seeds``): macro AUROC, F1 of state 1, and the
+cold labelling throughput, so int8's effect is judged on the labels, not on the cosine.
+
+    python benchmarks/embedding_backends.py [--sentences 2000] [--quality --seeds 0]
+
+Writes ``benchmarks/results/embedding_backends.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from machine import machine
+
+from reportfed.core.files import atomic_write
+
+RESULTS = Path(__file__).resolve().parent / "results" / "embedding_backends.json"
+HERE = Path(__file__).resolve().parent
+#: arm -> (backend, precision) as make_embedder takes them
+ARMS = {
+    "torch-fp32": ("torch", "fp32"),
+    "torch-bf16": ("torch", "bf16"),
+    "onnx-fp32": ("onnx", None),
+    "onnx-int8": ("onnx-int8", None),
+}
+CAPS = {"native": {}, "avx2": {"ONEDNN_MAX_CPU_ISA": "AVX2", "ATEN_CPU_CAPABILITY": "avx2"}}
+
+
+def sentences(n: int) -> list[str]:
+    """``n`` distinct IU report sentences in a fixed random order."""
+    from reportfed.data.iu import load_iu
+    from reportfed.text.sentences import report_units
+
+    units = list(dict.fromkeys(u for text in load_iu().texts for u in report_units(text)))
+    order = np.random.default_rng(0).permutation(len(units))[:n]
+    return [units[i] for i in order]
+
+
+def worker(arm: str, n: int, out: Path) -> None:
+    """Embed the sentences with ``arm`` (timed after a warm-up batch); vectors to ``out``."""
+    from reportfed.embed import make_embedder
+    from reportfed.embed.local import precision_for
+
+    backend, precision = ARMS[arm]
+    texts = sentences(n)
+    embedder = make_embedder("minilm", backend=backend, precision=precision)
+    embedder.embed(texts[:64])  # loads (and for onnx exports) the model
+    start = time.perf_counter()
+    vectors = embedder.embed(texts)
+    seconds = time.perf_counter() - start
+    np.save(out, vectors)
+    report = {"sentences_per_s": n / seconds, "auto": precision_for("auto", "cpu")}
+    print(json.dumps(report))
+
+
+def run_arm(arm: str, cap: str, n: int, folder: Path) -> tuple[dict[str, float], np.ndarray]:
+    out = folder / f"{arm}-{cap}.npy"
+    env = {**os.environ, **CAPS[cap]}
+    cmd = [sys.executable, __file__, "--worker", arm, "--sentences", str(n), "--vectors", str(out)]
+    done = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True)
+    return json.loads(done.stdout.strip().splitlines()[-1]), np.load(out)
+
+
+def quality(arm: str, seeds: list[int], folder: Path) -> dict[str, object]:
+    """The default recipe on IU with ``arm``'s vectors (``benchmarks/labels_iu.py``)."""
+    backend, precision = ARMS[arm]
+    env = {**os.environ, "REPORTFED_BACKEND": backend, "REPORTFED_PRECISION": precision or "auto"}
+    out = folder / f"labels-{arm}.json"
+    cmd = [sys.executable, str(HERE / "labels_iu.py"), "--out", str(out), "--seeds"]
+    subprocess.run([*cmd, *map(str, seeds)], env=env, check=True, capture_output=True)
+    found = json.loads(out.read_text())
+    return {
+        "auroc": found["mean_sd"]["auroc"][0],
+        "f1_states": found["mean_sd"]["f1_states"][0],
+        "cold_reports_per_s": found["throughput"]["cold_reports_per_s"],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sentences", type=int, default=2000)
+    parser.add_argument("--quality", action="store_true", help="also the labels on IU, per arm")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0])
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--worker", choices=ARMS, help=argparse.SUPPRESS)
+    parser.add_argument("--vectors", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        worker(args.worker, args.sentences, args.vectors)
+        return
+    result: dict[str, object] = {"machine": machine(), "sentences": args.sentences}
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        speed: dict[str, dict[str, object]] = {}
+        for cap in CAPS:
+            reference = None
+            for arm in ARMS:
+                found, vectors = run_arm(arm, cap, args.sentences, folder)
+                reference = vectors if reference is None else reference
+                cosine = np.sum(vectors * reference, axis=1)
+                speed.setdefault(cap, {"auto": found["auto"]})[arm] = {
+                    "sentences_per_s": round(found["sentences_per_s"], 1),
+                    "cosine_to_fp32_mean": round(float(cosine.mean()), 4),
+                    "cosine_to_fp32_min": round(float(cosine.min()), 4),
+                }
+                print(cap, arm, speed[cap][arm], flush=True)
+        result["speed"] = speed
+        if args.quality:
+            result["quality"] = {arm: quality(arm, args.seeds, folder) for arm in ARMS}
+            print(json.dumps(result["quality"], indent=1))
+    atomic_write(args.out, (json.dumps(result, indent=1) + "\n").encode())
+    print(f"written {args.out}")
+
+
+if __name__ == "__main__":
+    main()

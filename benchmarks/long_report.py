@@ -1,0 +1,88 @@
+"""One long report, labelled: time against its length, to hold the text path linear.
+
+Single reports of 2k to 32k sentences (IU findings sentences in order, under a ``FINDINGS:``
+header, a section header every 50 sentences) go through each step of ``reportfed label`` on one
+report: sentence splitting (:func:`~reportfed.text.sentences.report_units`), mentions and their
+assertions (:func:`~reportfed.text.states.report_mentions`) and the whole labelling with the
+default model (:meth:`~reportfed.labeler.ReportLabeler.annotate`, evidence included, embedding
+cache warm: every sentence was embedded once before the timing, so the times are the text path's
+and the model's). Each step's ratio between consecutive lengths is stored: linear is 2.
+
+    python benchmarks/long_report.py [--sentences 2000 4000 8000 16000 32000]
+
+Writes ``benchmarks/results/long_report.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from collections.abc import Callable
+from itertools import pairwise
+from pathlib import Path
+
+from machine import machine
+
+from reportfed.core.files import atomic_write
+from reportfed.data.iu import load_iu
+from reportfed.default_model import load_default_model
+from reportfed.text.sentences import report_units, split_sentences
+from reportfed.text.states import report_mentions
+
+RESULTS = Path(__file__).resolve().parent / "results" / "long_report.json"
+
+
+def long_report(n_sentences: int, every: int = 50) -> str:
+    """A report of ``n_sentences`` IU findings sentences, a header every ``every`` of them."""
+    pool = [s for text in load_iu().texts for s in split_sentences(text)]
+    lines = ["FINDINGS:"]
+    for i in range(n_sentences):
+        if i and i % every == 0:
+            lines.append("\nIMPRESSION:" if (i // every) % 2 else "\nFINDINGS:")
+        lines.append(pool[i % len(pool)])
+    return " ".join(lines)
+
+
+def seconds(step: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    step()
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--sentences", type=int, nargs="+", default=[2000, 4000, 8000, 16000, 32000]
+    )
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as cache:
+        labeler = load_default_model(cache_dir=cache, say=lambda _: None)
+        labeler.set_params(progress=False)
+        labels = list(labeler.classes_)
+        reports = {n: long_report(n) for n in args.sentences}
+        labeler.annotate([reports[max(reports)]])  # embeds every sentence once
+        rows = []
+        for n, text in reports.items():
+            row = {
+                "sentences": n,
+                "characters": len(text),
+                "split_s": seconds(lambda text=text: report_units(text)),
+                "mentions_s": seconds(lambda text=text: report_mentions([text], labels)),
+                "label_s": seconds(lambda text=text: labeler.annotate([text])),
+            }
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    steps = ("split_s", "mentions_s", "label_s")
+    ratios = [
+        {"sentences": b["sentences"], **{s: b[s] / a[s] for s in steps}} for a, b in pairwise(rows)
+    ]
+    result = {"machine": machine(), "rows": rows, "ratio_to_half_the_sentences": ratios}
+    atomic_write(args.out, (json.dumps(result, indent=1) + "\n").encode())
+    print(f"written {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,31 @@
+"""What a benchmark ran on, stored beside its results: speeds on different CPUs differ."""
+
+from __future__ import annotations
+
+import os
+import platform
+from pathlib import Path
+
+import torch
+
+
+def cpu_model() -> str:
+    """The CPU's model name (from /proc/cpuinfo on Linux)."""
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        lines = []
+    names = [line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")]
+    return names[0] if names else platform.processor() or "unknown CPU"
+
+
+def machine() -> dict[str, object]:
+    """Cores, CPU model, whether it multiplies bf16 natively, and torch's version."""
+    from reportfed.embed.local import native_bf16
+
+    return {
+        "cores": os.cpu_count(),
+        "cpu": cpu_model(),
+        "native_bf16": native_bf16("cpu"),
+        "torch": torch.__version__,
+    }
