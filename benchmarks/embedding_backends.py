@@ -8,7 +8,8 @@ ATEN_CPU_CAPABILITY=avx2``: torch then runs as on a CPU without AVX512-BF16; ONN
 its kernels by itself and ignores both). Per arm: sentences/s and the cosine of each vector to
 torch fp32's. ``auto`` is what ``precision="auto"`` picks under each cap.
 
-With ``--quality`` each backend also trains the default recipe on IU and labels the held-out
+With ``--quality`` each backend of ``--quality-arms`` (all but torch bf16, whose vectors are
+fp32's space, by default) also trains the default recipe on IU and labels the held-out
 reports (``benchmarks/labels_iu.py``, seeds ``--seeds``): macro AUROC, F1 of state 1, and the
 cold labelling throughput, so int8's effect is judged on the labels, not on the cosine.
 
@@ -100,6 +101,13 @@ def main() -> None:
     parser.add_argument("--sentences", type=int, default=2000)
     parser.add_argument("--quality", action="store_true", help="also the labels on IU, per arm")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
+    parser.add_argument(
+        "--quality-arms",
+        nargs="+",
+        choices=ARMS,
+        default=["torch-fp32", "onnx-fp32", "onnx-int8"],
+        help="arms whose labels are measured (torch-bf16's vectors are fp32's space)",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--worker", choices=ARMS, help=argparse.SUPPRESS)
     parser.add_argument("--vectors", type=Path, help=argparse.SUPPRESS)
@@ -125,7 +133,7 @@ def main() -> None:
                 print(cap, arm, speed[cap][arm], flush=True)
         result["speed"] = speed
         if args.quality:
-            result["quality"] = {arm: quality(arm, args.seeds, folder) for arm in ARMS}
+            result["quality"] = {arm: quality(arm, args.seeds, folder) for arm in args.quality_arms}
             print(json.dumps(result["quality"], indent=1))
     atomic_write(args.out, (json.dumps(result, indent=1) + "\n").encode())
     print(f"written {args.out}")

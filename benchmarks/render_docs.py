@@ -56,7 +56,7 @@ def embedding_backends() -> str:
     found = _load("embedding_backends")
     speed, quality = found["speed"], found.get("quality", {})
     caps = {"native": "this CPU", "avx2": "capped to AVX2"}
-    head = " | ".join(f"{caps[c]} (s/s)" for c in speed)
+    head = " | ".join(f"sentences/s, {caps[c]}" for c in speed)
     lines = [
         f"Measured on {_machine(found)}, {found['sentences']:,} distinct IU sentences "
         "(`python benchmarks/embedding_backends.py --quality`; the labels: the default recipe "

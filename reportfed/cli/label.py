@@ -76,7 +76,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--model", default=None, help="model file; None: the default IU model, built on first use"
     )
     p.add_argument(
-        "--out", default="labeled_reports.csv", help="the labels written (.csv, .csv.gz, .tsv, .tsv.gz, .parquet, .pq or .xlsx)"
+        "--out",
+        default="labeled_reports.csv",
+        help="the labels written (.csv, .csv.gz, .tsv, .tsv.gz, .parquet, .pq or .xlsx)",
     )
     p.add_argument(
         "--probabilities", default=None, help="also write per-label presence probabilities here"
