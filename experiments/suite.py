@@ -403,7 +403,9 @@ def beyond_tables(
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
-        prog="python -m experiments", description=__doc__.splitlines()[0]
+        prog="python -m experiments",
+        description=__doc__.splitlines()[0],
+        epilog="python -m experiments simulate --help: one repeat of the papers' protocol",
     )
     parser.add_argument("name", choices=EXPERIMENTS)
     parser.add_argument(

@@ -120,3 +120,70 @@ def test_a_new_site_imports_labels_from_the_global_model(
 
     assert main([*args, "--labels", "Fracture", "--out", str(tmp_path / "x.safetensors")]) == 2
     assert "Fracture" in capsys.readouterr().err
+
+
+def test_a_run_that_fails_says_why_in_one_line_and_exits_1(tmp_path: Path) -> None:
+    """Real processes: a SuperLink no node joins, and ``federation run`` as a user types it. The
+    run fails (too few nodes): exit status 1, one ``reportfed: error:`` line last, no traceback,
+    and no "global model:" line for a file that was not written."""
+    import os
+    import subprocess
+
+    from reportfed.flower.launch import LoopbackFederation
+
+    out = tmp_path / "run"
+    with LoopbackFederation(tmp_path) as cluster:
+        env = {**os.environ, "REPORTFED_FLWR_HOME": str(tmp_path / "flwr-home-cli")}
+        cmd = ["reportfed", "federation", "run", "--superlink", cluster.address, "--insecure"]
+        cmd += ["--min-nodes", "2", "--join-timeout", "1", "--rounds", "1", "--out", str(out)]
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert lines[-1] == (
+        "reportfed: error: only 0 of 2 nodes connected after 1 s (--min-nodes, --join-timeout)"
+    )
+    assert "Traceback" not in done.stdout + done.stderr
+    assert (
+        "global model:" not in done.stdout + done.stderr
+        and not (out / "global.safetensors").exists()
+    )
+
+
+def test_a_node_key_flower_cannot_use_is_refused_in_one_line(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
+
+    from reportfed.flower.launch import free_port
+
+    def ssh_key(key, name: str) -> Path:  # type: ignore[no-untyped-def]
+        path = tmp_path / name
+        path.write_bytes(
+            key.private_bytes(
+                serialization.Encoding.PEM,
+                serialization.PrivateFormat.OpenSSH,
+                serialization.NoEncryption(),
+            )
+        )
+        path.chmod(0o600)
+        return path
+
+    data = tmp_path / "site.csv"
+    data.write_text("Reports,Cardiomegaly\nHeart is enlarged.,1\n")
+    assert main(["federation", "keys", "--out", str(tmp_path / "keys"), "--name", "h"]) == 0
+    node = ["federation", "node", "--data", str(data), "--superlink", "127.0.0.1:1"]
+    node += ["--root-certificates", str(data), "--port", str(free_port())]
+    wrong = {
+        tmp_path / "keys" / "h.pub": "is a public key: give the private key beside it (h.key)",
+        ssh_key(rsa.generate_private_key(65537, 2048), "rsa.key"): "is an RSA key; Flower's",
+        ssh_key(ed25519.Ed25519PrivateKey.generate(), "ed.key"): "is an Ed25519 key; Flower's",
+        ssh_key(ec.generate_private_key(ec.SECP256R1()), "p256.key"): "is an ECDSA on secp256r1",
+        data: "is not an unencrypted OpenSSH private key; make one with `reportfed federation keys`",
+    }
+    for key, message in wrong.items():
+        assert main([*node, "--key", str(key)]) == 2
+        last = capsys.readouterr().err.strip().splitlines()[-1]
+        assert last.startswith(f"reportfed: error: --key {key} ") and message in last
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    assert main(["federation", "keys", "--out", str(afile / "keys"), "--name", "h"]) == 2
+    assert "cannot make the key folder" in capsys.readouterr().err

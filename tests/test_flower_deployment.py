@@ -89,7 +89,7 @@ def test_a_node_killed_in_round_two_and_a_poisoned_node(
         killer.start()
         try:
             cluster.run(
-                {**RUN, "reports.rounds": 2, "out": str(out), "min-nodes": 2, "round-timeout": 25.0}
+                {**RUN, "reports.rounds": 2, "out": str(out), "min-nodes": 2, "round-timeout": 60.0}
             )
         finally:
             finished.set()

@@ -1,7 +1,8 @@
 """``reportfed`` command line: label, train, corpus, embed, federation.
 
-Every bad input ends in one line ``reportfed: error: ...`` on stderr and exit status 2, with no
-partial output file left behind. Each command lives in its own module here; they share
+Every bad input ends in one line ``reportfed: error: ...`` on stderr and exit status 2, and a
+federation run that ends without its model in such a line and status 1, with no partial output
+file left behind. Each command lives in its own module here; they share
 :mod:`reportfed.cli.options`.
 """
 
@@ -15,7 +16,7 @@ from typing import Any
 
 from reportfed.cli import data, federation, label, train
 from reportfed.cli.options import Parser, say
-from reportfed.core.errors import ReportfedError, ReportfedWarning
+from reportfed.core.errors import ReportfedError, ReportfedWarning, RunFailedError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -49,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
             args.func(args)
         except ReportfedError as exc:
             say(f"reportfed: error: {exc}")
-            return 2
+            return 1 if isinstance(exc, RunFailedError) else 2
         except KeyboardInterrupt:
             say("reportfed: interrupted")
             return 130

@@ -25,7 +25,7 @@ from pathlib import Path
 from reportfed.cli.options import say
 from reportfed.core import schema
 from reportfed.core.config import FLOWER_DEFAULTS, FederationConfig, NodeSettings, RunSettings
-from reportfed.core.errors import ConfigError, ReportfedError
+from reportfed.core.errors import ConfigError, ReportfedError, RunFailedError
 
 
 def _tls(args: argparse.Namespace, option: str, *, check: bool = True) -> Path | None:
@@ -133,6 +133,11 @@ def start_supernode(args: argparse.Namespace) -> None:
     )
     ca = _tls(args, "root-certificates")
     key = _tls(args, "key")
+    if key is not None:
+        from reportfed.flower.launch import check_node_key
+
+        for warning in check_node_key(key):
+            say(f"reportfed: warning: {warning}")
     config = node_config(args)
     table = read_reports(  # fail here, not inside Flower
         str(config["data"]), require_labels=True, blank=args.blank, uncertain=args.uncertain
@@ -185,11 +190,17 @@ def cmd_run(args: argparse.Namespace) -> None:
         wait_for_server,
         write_flwr_config,
     )
-    from reportfed.flower.server_app import HISTORY_FILE, MODEL_FILE
-    from reportfed.flower.strategy import RELIABLE_ROWS
+    from reportfed.flower.server_app import FAILURE_FILE, HISTORY_FILE, MODEL_FILE
+    from reportfed.flower.strategy import RELIABLE_ROWS, SECURE_MIN_NODES
 
     ca = _tls(args, "root-certificates")
     run_config = _run_config(args)
+    if args.secure_aggregation and args.min_nodes < SECURE_MIN_NODES:
+        say(
+            f"reportfed: warning: --secure-aggregation with --min-nodes {args.min_nodes}: with "
+            f"fewer than {SECURE_MIN_NODES} nodes each node can read the others' updates from the "
+            "sum (the server warns again if fewer join)"
+        )
     env = _flower_env()
     write_flwr_config(
         Path(env["FLWR_HOME"]), args.superlink, root_certificates=ca, insecure=args.insecure
@@ -197,10 +208,15 @@ def cmd_run(args: argparse.Namespace) -> None:
     wait_for_server(args.superlink, args.connect_timeout, say=say)
     cmd = run_command(run_config)
     say("$ " + " ".join(cmd))
-    done = subprocess.run(cmd, env=env, check=False)
-    if done.returncode != 0:
-        raise ReportfedError(f"flwr run exited with {done.returncode} (its log is above)")
     out = Path(args.out)
+    (out / FAILURE_FILE).unlink(missing_ok=True)
+    done = subprocess.run(cmd, env=env, check=False)
+    if (out / FAILURE_FILE).is_file():
+        raise RunFailedError((out / FAILURE_FILE).read_text())
+    if done.returncode != 0:
+        raise RunFailedError(f"flwr run exited with {done.returncode} (its log is above)")
+    if not (out / MODEL_FILE).is_file():
+        raise RunFailedError(f"the run wrote no global model to {out} (its log is above)")
     history = json.loads((out / HISTORY_FILE).read_text()) if (out / HISTORY_FILE).is_file() else []
     if history:
         last = history[-1]
@@ -208,9 +224,13 @@ def cmd_run(args: argparse.Namespace) -> None:
             f"round {last['round']}: accepted {last.get('accepted')}, rejected "
             f"{sorted(last.get('rejected', {}))}, failed {sorted(last.get('failed', {}))}"
         )
+        say(f"{len(history)} rounds in {sum(e['seconds'] for e in history):.1f} s")
         if "evaluation" in last:
             evaluation = last["evaluation"]
             say(f"macro AUROC on the nodes' held-out rows: {evaluation['macro-auroc']:.4f}")
+            for key, value in evaluation.items():
+                if key.startswith("auroc/"):
+                    say(f"  {key.removeprefix('auroc/'):<28} {value:.4f}")
             rows = evaluation.get("min-rows")
             if rows is not None and rows < RELIABLE_ROWS:
                 say(

@@ -184,7 +184,9 @@ class RunSettings:
     )
     round_timeout: float = setting(600.0, "seconds a round waits for the nodes' updates")
     join_timeout: float = setting(
-        600.0, "seconds a node has to answer its first message (it embeds its reports then)"
+        600.0,
+        "seconds the server waits for --min-nodes nodes to connect, and a node has to answer its "
+        "first message (it embeds its reports then)",
     )
     embedder: str = setting("minilm", "embedder spec of every node without its own")
     granularity: Granularity = setting("sentence", GRANULARITY_HELP)

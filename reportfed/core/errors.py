@@ -35,6 +35,11 @@ class ModelFileError(ReportfedError):
     """A model file that is truncated, corrupted, or made for another embedder."""
 
 
+class RunFailedError(ReportfedError):
+    """A federation run that ended without its global model (too few nodes joined, every update
+    rejected...): the command line exits with status 1, where bad input exits with 2."""
+
+
 class InvalidUpdateError(ReportfedError):
     """A node's update that cannot be aggregated (shape, NaN/Inf, keys, duplicate labels)."""
 

@@ -4,7 +4,10 @@
   ``Strategy`` whose server step is :func:`reportfed.core.aggregation.aggregate`;
 * :mod:`~reportfed.flower.server_app` / :mod:`~reportfed.flower.client_app` —
   the ``ServerApp`` and ``ClientApp`` (the Flower app descriptor lives in ``app/pyproject.toml``);
-* :mod:`~reportfed.flower.site` — what a node reads from its own disk;
+* :mod:`~reportfed.flower.modalities` — the kinds of node a run serves (entry points) and the
+  hyperparameters a run config gives them;
+* :mod:`~reportfed.flower.registry` / :mod:`~reportfed.flower.wire` — who is admitted, and the
+  records messages carry;
 * :mod:`~reportfed.flower.launch` — the processes behind ``reportfed federation ...``.
 
 Importing this package needs the ``[flower]`` extra.

@@ -58,6 +58,33 @@ class RunHistory:
         """Attach round ``round_``'s bytes per node (``down`` to it, ``up`` from it)."""
         self._attach(round_, "bytes", by_node)
 
+    def line(self, round_: int, rounds: int, expected: int) -> str:
+        """The operator's line for round ``round_`` of ``rounds``: seconds, nodes answered of
+        ``expected`` (and who did not, why), the latest macro AUROC, megabytes moved."""
+        entry = next(e for e in self.entries if e["round"] == round_)
+        answered = len(entry["accepted"]) + len(entry["rejected"])
+        missing = {**entry["failed"], **entry["rejected"]}
+        parts = [
+            f"round {round_}/{rounds}: {entry['seconds']:.1f} s",
+            f"{answered}/{expected} nodes answered"
+            + (f", {len(entry['accepted'])} accepted" if entry["rejected"] else ""),
+        ]
+        if missing:
+            parts.append("left out: " + "; ".join(f"{n} ({why})" for n, why in missing.items()))
+        scored = [
+            e
+            for e in self.entries
+            if e["round"] <= round_ and "macro-auroc" in e.get("evaluation", {})
+        ]
+        if scored:
+            last = scored[-1]
+            parts.append(
+                f"macro AUROC {last['evaluation']['macro-auroc']:.4f} (round {last['round']}'s model)"
+            )
+        moved = sum(b["down"] + b["up"] for b in entry.get("bytes", {}).values())
+        parts.append(f"{moved / 1e6:.2f} MB moved")
+        return ", ".join(parts)
+
     def _attach(self, round_: int, key: str, value: Any) -> None:
         for entry in self.entries:
             if entry["round"] == round_:

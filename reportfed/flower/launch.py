@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from reportfed.core.errors import ConfigError, ReportfedError
+from reportfed.core.errors import ConfigError, OutputFileError, ReportfedError
 from reportfed.core.files import atomic_write
 
 APP_DIR = Path(__file__).with_name("app")
@@ -248,7 +248,12 @@ def generate_node_keys(out_dir: str | Path, name: str) -> NodeKeys:
             raise ReportfedError(
                 f"{path} exists: a hospital keeps its key (delete it to make anew)"
             )
-    keys.private.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        keys.private.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputFileError(
+            f"cannot make the key folder {keys.private.parent}: {exc.strerror}"
+        ) from None
     key = ec.generate_private_key(ec.SECP384R1())
     private = key.private_bytes(
         serialization.Encoding.PEM,
@@ -262,6 +267,39 @@ def generate_node_keys(out_dir: str | Path, name: str) -> NodeKeys:
     )
     atomic_write(keys.public, public + f" {name}\n".encode())
     return keys
+
+
+def check_node_key(path: Path) -> list[str]:
+    """Refuse, in one line, a node key Flower cannot use: not a private key (the ``.pub`` given
+    for the ``.key``), not OpenSSH, or not ECDSA on NIST P-384 (say which kind it is). Returns
+    warnings: a key others may read."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    data = path.read_bytes()
+    make = "make one with `reportfed federation keys`"
+    if data.lstrip().startswith((b"ecdsa-", b"ssh-")):
+        raise ReportfedError(
+            f"--key {path} is a public key: give the private key beside it ({path.stem}.key), "
+            "the one that never leaves this node"
+        )
+    try:
+        key = serialization.load_ssh_private_key(data, password=None)
+    except Exception:
+        raise ReportfedError(
+            f"--key {path} is not an unencrypted OpenSSH private key; {make}"
+        ) from None
+    if not isinstance(key, ec.EllipticCurvePrivateKey) or key.curve.name != "secp384r1":
+        kind = type(key).__name__.removeprefix("_").replace("PrivateKey", "")
+        if isinstance(key, ec.EllipticCurvePrivateKey):
+            kind = f"ECDSA on {key.curve.name}"
+        raise ReportfedError(
+            f"--key {path} is an {kind} key; Flower's node authentication takes ECDSA on NIST "
+            f"P-384: {make}"
+        )
+    if path.stat().st_mode & 0o077:
+        return [f"--key {path} can be read by other users of this machine: chmod 600 {path}"]
+    return []
 
 
 def register_node(public_key: Path, name: str, env: Mapping[str, str]) -> int:

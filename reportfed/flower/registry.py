@@ -13,7 +13,7 @@ from flwr.app import ConfigRecord, Message, RecordDict
 from flwr.serverapp import Grid
 from flwr.supercore import log
 
-from reportfed.core.errors import LabelError
+from reportfed.core.errors import LabelError, RunFailedError
 from reportfed.core.labels import LabelSpace
 from reportfed.core.node import Description
 from reportfed.core.schema import Scalar
@@ -46,13 +46,13 @@ class Registry:
     excluded: dict[int, str] = field(default_factory=dict)
 
     def wait_for(self, grid: Grid, count: int, wait: float) -> None:
-        """Block until ``count`` nodes are connected (``TimeoutError`` after ``wait`` seconds)."""
+        """Block until ``count`` nodes are connected (a ``RunFailedError`` after ``wait`` s)."""
         waited = 0.0
         while len(list(grid.get_node_ids())) < count:
             if waited >= wait:
-                raise TimeoutError(
+                raise RunFailedError(
                     f"only {len(list(grid.get_node_ids()))} of {count} nodes connected "
-                    f"after {wait:.0f} s"
+                    f"after {wait:.0f} s (--min-nodes, --join-timeout)"
                 )
             if waited % 10 == 0:
                 log(INFO, "waiting for %d nodes to connect", count)

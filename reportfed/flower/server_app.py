@@ -18,7 +18,7 @@ saved round, numbering rounds on from it.
 from __future__ import annotations
 
 from dataclasses import asdict
-from logging import INFO, WARNING
+from logging import ERROR, INFO, WARNING
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +31,8 @@ from reportfed import __version__
 from reportfed.core import schema
 from reportfed.core.aggregation import Arrays, GlobalState
 from reportfed.core.config import FLOWER_DEFAULTS, RunSettings
-from reportfed.core.errors import ConfigError
+from reportfed.core.errors import ConfigError, ReportfedError
+from reportfed.core.files import atomic_write
 from reportfed.core.labels import LabelSpace
 from reportfed.core.node import Modality
 from reportfed.flower.exchange import Traffic, run_on_grid
@@ -46,6 +47,8 @@ from reportfed.text.model_file import ModelFile, read_model, write_model
 
 MODEL_FILE = "global.safetensors"
 HISTORY_FILE = "history.json"
+#: why a run ended without its model, one line, written beside it for ``federation run``
+FAILURE_FILE = "failure.txt"
 
 
 def _save(
@@ -103,6 +106,20 @@ app = ServerApp()
 
 @app.main()
 def main(grid: Grid, context: Context) -> None:
+    """Run the federation (:func:`_federate`); a run that fails on a :class:`ReportfedError`
+    (too few nodes, bad settings) logs one line and leaves its reason in ``FAILURE_FILE`` beside
+    the model, where ``reportfed federation run`` reads it, instead of a traceback."""
+    out = Path(schema.decode(RunSettings, dict(context.run_config)).out).expanduser().resolve()
+    (out / FAILURE_FILE).unlink(missing_ok=True)
+    try:
+        _federate(grid, context)
+    except ReportfedError as exc:
+        log(ERROR, "the run failed: %s", exc)
+        out.mkdir(parents=True, exist_ok=True)
+        atomic_write(out / FAILURE_FILE, str(exc).encode())
+
+
+def _federate(grid: Grid, context: Context) -> None:
     """Register the nodes, run the remaining rounds, save the global model after each."""
     rc = dict(context.run_config)
     settings = schema.decode(RunSettings, rc)
@@ -142,7 +159,9 @@ def main(grid: Grid, context: Context) -> None:
     if resumed:
         strategy.history = resumed[3]
         log(INFO, "resuming after round %d with labels %s", done, list(resumed[0].labels))
-    initial = strategy.register(grid, config.rounds, resume=resumed[0] if resumed else None)
+    initial = strategy.register(
+        grid, config.rounds, resume=resumed[0] if resumed else None, wait=settings.join_timeout
+    )
 
     def checkpoint(round_: int, arrays: ArrayRecord, traffic: Traffic) -> None:
         members = strategy.registry.members
@@ -155,6 +174,7 @@ def main(grid: Grid, context: Context) -> None:
             },
         )
         _save(out, strategy, strategy.global_state(arrays), round_, kind, config, settings)
+        log(INFO, "%s", strategy.history.line(round_, config.rounds, len(members)))
 
     runner: Strategy = strategy
     if settings.dp_noise > 0:

@@ -48,7 +48,7 @@ from reportfed.core.aggregation import (
     node_arrays,
     unflatten,
 )
-from reportfed.core.errors import ConfigError
+from reportfed.core.errors import ConfigError, RunFailedError
 from reportfed.core.labels import LabelSpace
 from reportfed.core.server import ServerOptions, StepResult, SurgicalServer
 from reportfed.flower.history import RunHistory
@@ -69,6 +69,8 @@ InitFn = Callable[[int, LabelSpace], tuple[Arrays, Arrays]]
 
 #: held-out rows under which a label's AUROC on the nodes is called unreliable
 RELIABLE_ROWS = 30
+#: fewer nodes than this learn each other's updates from a secure sum (theirs subtracted)
+SECURE_MIN_NODES = 3
 
 
 class SurgicalAggregation(Strategy):
@@ -143,9 +145,18 @@ class SurgicalAggregation(Strategy):
         self.registry.register_new(grid)
         members = self.registry.members
         if len(members) < self.min_nodes:
-            raise RuntimeError(
-                f"{len(members)} node(s) registered, {self.min_nodes} needed; excluded: "
-                f"{self.registry.excluded}"
+            excluded = "; ".join(f"{n}: {why}" for n, why in self.registry.excluded.items())
+            raise RunFailedError(
+                f"{len(members)} node(s) registered, {self.min_nodes} needed"
+                + (f"; excluded: {excluded}" if excluded else "")
+            )
+        if self.secure and len(members) < SECURE_MIN_NODES:
+            log(
+                WARNING,
+                "secure aggregation with %d nodes hides nothing: each node can subtract its own "
+                "update from the sum the server returns and read the other's (3 or more nodes "
+                "are needed)",
+                len(members),
             )
         self.last_round = last_round
         if resume is None:
