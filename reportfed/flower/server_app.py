@@ -109,20 +109,21 @@ def main(grid: Grid, context: Context) -> None:
     """Run the federation (:func:`_federate`); a run that fails on a :class:`ReportfedError`
     (too few nodes, bad settings) logs one line and leaves its reason in ``FAILURE_FILE`` beside
     the model, where ``reportfed federation run`` reads it, instead of a traceback."""
-    out = Path(schema.decode(RunSettings, dict(context.run_config)).out).expanduser().resolve()
+    rc = dict(context.run_config)
+    settings = schema.decode(RunSettings, rc)
+    out = Path(settings.out).expanduser().resolve()
     (out / FAILURE_FILE).unlink(missing_ok=True)
     try:
-        _federate(grid, context)
+        _federate(grid, rc, settings, out)
     except ReportfedError as exc:
         log(ERROR, "the run failed: %s", exc)
         out.mkdir(parents=True, exist_ok=True)
         atomic_write(out / FAILURE_FILE, str(exc).encode())
 
 
-def _federate(grid: Grid, context: Context) -> None:
-    """Register the nodes, run the remaining rounds, save the global model after each."""
-    rc = dict(context.run_config)
-    settings = schema.decode(RunSettings, rc)
+def _federate(grid: Grid, rc: dict[str, Any], settings: RunSettings, out: Path) -> None:
+    """Register the nodes, run the remaining rounds of run config ``rc`` (its ``settings``) and
+    save the global model into ``out`` after each."""
     kind, config = hyperparameters(rc)
     for name, value in FLOWER_DEFAULTS.items():
         if getattr(config, name) != value:
@@ -130,7 +131,6 @@ def _federate(grid: Grid, context: Context) -> None:
                 f"a Flower run has {schema.dashed(name)} = {value!r} (got {getattr(config, name)!r})"
             )
     check_run(config, settings)
-    out = Path(settings.out).expanduser().resolve()
     out.mkdir(parents=True, exist_ok=True)
 
     def init_fn(dim: int, labels: LabelSpace) -> tuple[Arrays, Arrays]:
