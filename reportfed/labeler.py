@@ -31,7 +31,7 @@ from reportfed.core.schema import architecture, architecture_fields
 from reportfed.data.partition import holdout
 from reportfed.data.table import ReportTable
 from reportfed.embed import DEFAULT_EMBEDDER, Embedder, shared_embedder
-from reportfed.embed.granularity import embed_reports
+from reportfed.embed.granularity import embed_reports, embed_units
 from reportfed.reports.engine import run_federation
 from reportfed.reports.node import Node, with_templates
 from reportfed.text.assertion import Mention
@@ -48,6 +48,9 @@ from reportfed.text.states import NO_FINDING, chexpert_states, report_mentions
 
 #: reports embedded and scored at once by :meth:`ReportLabeler.predict_proba` (bounds memory)
 PREDICT_CHUNK = 2048
+#: the most sentence rows scored at once (reports x the most sentences one of them has): a long
+#: report is scored apart from short ones instead of padding every one to its length
+PREDICT_SENTENCES = PREDICT_CHUNK * 64
 #: the columns of :meth:`ReportLabeler.predict_evidence` (and of ``reportfed label --evidence``)
 EVIDENCE_COLUMNS = ("id", "label", "state", "probability", "score", "sentence", "cue", "source")
 
@@ -58,6 +61,7 @@ class _Reading:
 
     start: int
     texts: list[str]
+    units: list[list[str]]
     x: np.ndarray
     scores: np.ndarray
     mentions: list[dict[str, Mention | None]]
@@ -147,21 +151,17 @@ class ReportLabeler(BaseEstimator):
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embeddings of ``texts`` through the cache: ``(n, dim)`` per report, or ``(n, S, dim)``
         sentence bags with ``granularity="sentence"``."""
-        if isinstance(texts, str):
-            raise ReportfedError("give a list of reports, not one string")
-        bad = [i for i, t in enumerate(texts) if not isinstance(t, str) or not t.strip()]
-        if bad:
-            raise ReportfedError(
-                f"{len(bad)} empty or non-string report(s), first at position {bad[0]}"
-            )
-        cache = (self.cache_dir or embeddings_cache_dir()) if self.cache else None
+        _check_texts(texts)
         return embed_reports(
             texts,
             self._embedder(),
             granularity=check_granularity(self.granularity),
-            cache_dir=cache,
+            cache_dir=self._cache_dir(),
             progress=self.progress,
         )
+
+    def _cache_dir(self) -> str | Path | None:
+        return (self.cache_dir or embeddings_cache_dir()) if self.cache else None
 
     # -- training ----------------------------------------------------------------------------
     def fit(
@@ -378,19 +378,33 @@ class ReportLabeler(BaseEstimator):
                 f"embedder {self._embedder().fingerprint} differs from the model's "
                 f"{self.embedder_fingerprint_}: embed with the embedder the model was trained on"
             )
-        if isinstance(texts, str):
-            raise ReportfedError("give a list of reports, not one string")
+        _check_texts(texts)
 
     def _read(self, texts: Sequence[str], *, mentions: bool = True) -> Iterator[_Reading]:
-        """Embed and score ``texts`` chunk by chunk (:data:`PREDICT_CHUNK` reports), reading each
-        report's mentions once when ``mentions``."""
+        """Embed and score ``texts`` chunk by chunk (:data:`PREDICT_CHUNK` reports, at most
+        :data:`PREDICT_SENTENCES` padded sentence rows), reading each report's mentions once
+        when ``mentions``."""
         self._check_predictable(texts)
         names = list(self.classes_)
-        for start in range(0, len(texts), PREDICT_CHUNK):
-            chunk = list(texts[start : start + PREDICT_CHUNK])
-            x = self.embed(chunk)
-            found = report_mentions(chunk, names) if mentions else []
-            yield _Reading(start, chunk, x, self.predict_scores_embeddings(x), found)
+        sentence = self.granularity_ == "sentence"
+        for first in range(0, len(texts), PREDICT_CHUNK):
+            chunk = list(texts[first : first + PREDICT_CHUNK])
+            units = [report_units(t) for t in chunk] if sentence else [[t] for t in chunk]
+            for lo, hi in _padded_groups([len(u) for u in units], PREDICT_SENTENCES):
+                part = chunk[lo:hi]
+                x = (
+                    embed_units(
+                        units[lo:hi],
+                        self._embedder(),
+                        cache_dir=self._cache_dir(),
+                        progress=self.progress,
+                    )
+                    if sentence
+                    else self.embed(part)
+                )
+                found = report_mentions(part, names) if mentions else []
+                scores = self.predict_scores_embeddings(x)
+                yield _Reading(first + lo, part, units[lo:hi], x, scores, found)
 
     def _calibrated(self, reading: _Reading) -> np.ndarray:
         x = calibration_features(reading.scores, reading.mentions, list(self.classes_))
@@ -457,8 +471,7 @@ class ReportLabeler(BaseEstimator):
             if not evidence:
                 continue
             top = decisive_sentences(self.state_, r.x, self.federation) if r.x.ndim == 3 else None
-            for i, text in enumerate(r.texts):
-                units = report_units(text) if top is not None else [text]
+            for i, units in enumerate(r.units):
                 for c, name in enumerate(names):
                     if np.isnan(state[i, c]):
                         continue
@@ -555,6 +568,30 @@ class ReportLabeler(BaseEstimator):
                 f"but {embedder!r} is {labeler._embedder().fingerprint}"
             )
         return labeler
+
+
+def _check_texts(texts: Sequence[str]) -> None:
+    """Refuse one string where a list of reports belongs, and empty or non-string reports."""
+    if isinstance(texts, str):
+        raise ReportfedError("give a list of reports, not one string")
+    bad = [i for i, t in enumerate(texts) if not isinstance(t, str) or not t.strip()]
+    if bad:
+        raise ReportfedError(
+            f"{len(bad)} empty or non-string report(s), first at position {bad[0]}"
+        )
+
+
+def _padded_groups(counts: Sequence[int], cells: int) -> Iterator[tuple[int, int]]:
+    """Consecutive ``[lo, hi)`` runs of reports with ``counts`` sentences each whose padded size
+    (reports x the run's largest count) stays within ``cells`` (a longer report runs alone)."""
+    lo, widest = 0, 0
+    for i, count in enumerate(counts):
+        if i > lo and (i + 1 - lo) * max(widest, count) > cells:
+            yield lo, i
+            lo, widest = i, 0
+        widest = max(widest, count)
+    if lo < len(counts):
+        yield lo, len(counts)
 
 
 def _check_embeddings(x: np.ndarray, granularity: Granularity) -> None:

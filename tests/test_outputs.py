@@ -75,7 +75,7 @@ def test_label_writes_every_output_or_none(model: str, tmp_path: Path, monkeypat
     real = pd.DataFrame.to_csv
 
     def to_csv(frame, path, *args, **kwargs):  # type: ignore[no-untyped-def]
-        if Path(path).name.startswith(".evidence.csv"):
+        if Path(getattr(path, "name", path)).name.startswith(".evidence.csv"):  # path or file
             raise OSError(errno.ENOSPC, "No space left on device")
         return real(frame, path, *args, **kwargs)
 

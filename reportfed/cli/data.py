@@ -59,33 +59,36 @@ def cmd_corpus(args: argparse.Namespace) -> None:
 
 
 def cmd_embed(args: argparse.Namespace) -> None:
-    from reportfed.data.table import read_reports
+    from tqdm.auto import tqdm
+
+    from reportfed.data.table import count_reports, iter_reports
     from reportfed.embed import make_embedder
     from reportfed.embed.granularity import embed_reports
 
-    table = read_reports(args.reports, text_column=args.text_column)
+    usable, skipped = count_reports(args.reports, text_column=args.text_column)
     embedder = make_embedder(args.embedder, base_url=args.base_url)
-    counts: dict[str, int] = {}
+    counts = {"new": 0, "cached": 0}
     start = time.perf_counter()
-    x = embed_reports(
-        table.texts,
-        embedder,
-        granularity=args.granularity,
-        cache_dir=args.cache_dir,
-        counts=counts,
-    )
+    with tqdm(total=usable, desc="reports", unit="report", leave=False) as bar:
+        for chunk in iter_reports(args.reports, text_column=args.text_column):
+            found: dict[str, int] = {}
+            embed_reports(
+                chunk.texts,
+                embedder,
+                granularity=args.granularity,
+                cache_dir=args.cache_dir,
+                counts=found,
+            )
+            counts = {k: counts[k] + found[k] for k in counts}
+            bar.update(len(chunk))
     secs = time.perf_counter() - start
     unit = "sentences" if args.granularity == "sentence" else "reports"
     rate = f"{counts['new'] / secs:.1f} {unit}/s" if counts["new"] else "nothing new to embed"
     say(
-        f"{len(table)} reports -> {x.shape[-1]}-dim embeddings with {embedder.fingerprint} in "
+        f"{usable} reports -> {embedder.dim}-dim embeddings with {embedder.fingerprint} in "
         f"{secs:.2f} s: {counts['new']} distinct {unit} embedded ({rate}), {counts['cached']} "
         f"from the cache {args.cache_dir}"
-        + (
-            f"; skipped {table.skipped_empty} empty or wordless reports"
-            if table.skipped_empty
-            else ""
-        )
+        + (f"; skipped {skipped} empty or wordless reports" if skipped else "")
     )
 
 

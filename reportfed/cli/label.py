@@ -12,11 +12,13 @@ import pandas as pd
 
 from reportfed.cli.options import add_embedder_options, add_text_column, check_outputs, say
 from reportfed.core.errors import ReportfedError
-from reportfed.core.files import table_data, write_together
+from reportfed.core.files import StagedTables
 
 
 def cmd_label(args: argparse.Namespace) -> None:
-    from reportfed.data.table import read_reports
+    from tqdm.auto import tqdm
+
+    from reportfed.data.table import count_reports, iter_reports
     from reportfed.default_model import load_default_model
     from reportfed.labeler import ReportLabeler
 
@@ -25,10 +27,10 @@ def cmd_label(args: argparse.Namespace) -> None:
              (("--probabilities", args.probabilities), ("--evidence", args.evidence)) if value}  # fmt: skip
     paths = [("--out", out), *extra.items()]
     check_outputs([], tables=paths, inputs=[("--reports", Path(args.reports))])
-    table = read_reports(args.reports, text_column=args.text_column)
-    if table.skipped_empty:
+    usable, skipped = count_reports(args.reports, text_column=args.text_column)
+    if skipped:
         say(
-            f"skipped {table.skipped_empty} reports that are empty, missing or without a word "
+            f"skipped {skipped} reports that are empty, missing or without a word "
             "(a number is no report)"
         )
     labeler = (
@@ -37,26 +39,35 @@ def cmd_label(args: argparse.Namespace) -> None:
         else load_default_model(cache_dir=args.cache_dir, say=say)
     )
     names = list(labeler.classes_)
-    clash = [n for n in names if n in ("Reports", table.id_column)]
-    if clash:
-        raise ReportfedError(f"the model has a label named {clash[0]!r}, an output column name")
-    start = time.perf_counter()
-    read = labeler.annotate(table.texts, table.ids, evidence="--evidence" in extra)
-    ids = {table.id_column: table.ids} if table.id_column else {}
-
-    def frame(values: np.ndarray) -> pd.DataFrame:
-        columns = dict(zip(names, values.T, strict=True))
-        return pd.DataFrame({**ids, "Reports": table.texts, **columns})
-
-    tables = {"--out": frame(read.states)}
-    if "--probabilities" in extra:
-        tables["--probabilities"] = frame(read.proba)
-    if read.evidence is not None:
-        tables["--evidence"] = read.evidence
     written = dict(paths)
-    write_together([(written[flag], table_data(t, written[flag])) for flag, t in tables.items()])
+    start = time.perf_counter()
+    with (
+        StagedTables(list(written.values())) as staged,
+        tqdm(total=usable, desc="labelling", unit="report", leave=False) as bar,
+    ):
+        for chunk in iter_reports(args.reports, text_column=args.text_column):
+            clash = [n for n in names if n in ("Reports", chunk.id_column)]
+            if clash:
+                raise ReportfedError(
+                    f"the model has a label named {clash[0]!r}, an output column name"
+                )
+            read = labeler.annotate(chunk.texts, chunk.ids, evidence="--evidence" in extra)
+            ids = {chunk.id_column: chunk.ids} if chunk.id_column else {}
+
+            def frame(
+                values: np.ndarray, ids: dict = ids, texts: list = chunk.texts
+            ) -> pd.DataFrame:
+                columns = dict(zip(names, values.T, strict=True))
+                return pd.DataFrame({**ids, "Reports": texts, **columns})
+
+            staged.append(written["--out"], frame(read.states))
+            if "--probabilities" in extra:
+                staged.append(written["--probabilities"], frame(read.proba))
+            if read.evidence is not None:
+                staged.append(written["--evidence"], read.evidence)
+            bar.update(len(chunk))
     say(
-        f"labelled {len(table)} reports in {time.perf_counter() - start:.2f} s -> {out}"
+        f"labelled {usable} reports in {time.perf_counter() - start:.2f} s -> {out}"
         " (1 positive, 0 negated, -1 uncertain, blank not mentioned)"
     )
 

@@ -7,11 +7,12 @@ symbolic link has the file it points to replaced, and the link stays.
 
 from __future__ import annotations
 
+import gzip
 import os
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from reportfed.core.errors import OutputFileError
 
@@ -64,26 +65,100 @@ def write_together(outputs: Sequence[tuple[str | Path, Data]]) -> list[Path]:
 def _stage(path: Path, data: Data) -> Path:
     """``data`` written to a new temporary file beside ``path``, with the permissions ``path``
     has (a new file: ordinary permissions)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    tmp = Path(tmp_name)
+    tmp = _temporary(path)
     try:
         if callable(data):
             data(tmp)
         else:
             tmp.write_bytes(data)
-        if path.exists():
-            mode = path.stat().st_mode & 0o777  # keep a replaced file's permissions
-        else:
-            umask = os.umask(0)
-            os.umask(umask)
-            mode = 0o666 & ~umask  # mkstemp creates 0600; give a new file ordinary permissions
-        os.chmod(tmp, mode)
+        _give_mode(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
     return tmp
+
+
+def _temporary(path: Path) -> Path:
+    """A new empty temporary file beside ``path`` (its folders made)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    return Path(tmp_name)
+
+
+def _give_mode(tmp: Path, path: Path) -> None:
+    """Give ``tmp`` the permissions of the file ``path`` it replaces (a new file: ordinary ones;
+    mkstemp creates 0600)."""
+    if path.exists():
+        mode = path.stat().st_mode & 0o777
+    else:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
+    os.chmod(tmp, mode)
+
+
+class StagedTables:
+    """Tables written a chunk at a time and moved into place all or none: each path's chunks go
+    to a temporary file beside it (:meth:`append`, in the format its name gives:
+    :func:`table_format`), and leaving the ``with`` block moves every one into place, or, on an
+    error, removes them all and replaces no file. A million rows go through in flat memory."""
+
+    def __init__(self, paths: Sequence[str | Path]) -> None:
+        self._paths = [Path(p) for p in paths]
+        self._targets = [check_writable(p) for p in self._paths]
+        for path in self._paths:
+            table_format(path)
+        self._writers: dict[Path, _TableWriter] = {}
+        self._empty: dict[Path, pd.DataFrame] = {}
+
+    def __enter__(self) -> StagedTables:
+        return self
+
+    def append(self, path: str | Path, frame: pd.DataFrame) -> None:
+        """Add ``frame``'s rows to the table bound for ``path`` (its columns as the first
+        chunk's; the first chunk also gives the header)."""
+        path = Path(path)
+        if path not in self._paths:
+            raise ValueError(f"{path} is not one of this staging's paths")
+        if frame.empty and path in self._writers:
+            return
+        if frame.empty:  # its columns give the header if no row ever comes
+            self._empty[path] = frame
+            return
+        target = self._target(path)
+        try:
+            if path not in self._writers:
+                self._writers[path] = _TableWriter(path, _temporary(target))
+            self._writers[path].append(frame)
+        except OSError as exc:
+            raise OutputFileError(f"{target}: cannot write ({exc.strerror or exc})") from None
+
+    def _target(self, path: Path) -> Path:
+        return self._targets[self._paths.index(path)]
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        try:
+            if kind is None:
+                for path, frame in self._empty.items():
+                    if path not in self._writers:
+                        self._writers[path] = _TableWriter(path, _temporary(self._target(path)))
+                        self._writers[path].append(frame)
+            for writer in self._writers.values():
+                writer.close()
+            missing = [path for path in self._paths if path not in self._writers]
+            if kind is None and missing:
+                raise OutputFileError(f"{missing[0]}: no table was written")
+            if kind is None:
+                for path, target in zip(self._paths, self._targets, strict=True):
+                    tmp = self._writers[path].tmp
+                    _give_mode(tmp, target)
+                    os.replace(tmp, target)
+        except OSError as exc:
+            raise OutputFileError(f"cannot write the outputs ({exc.strerror or exc})") from None
+        finally:
+            for writer in self._writers.values():
+                writer.tmp.unlink(missing_ok=True)
 
 
 #: output table formats by file suffix (no suffix: CSV)
@@ -98,6 +173,8 @@ TABLE_FORMATS = {
 }
 #: the most characters an Excel cell holds
 EXCEL_CELL_LIMIT = 32_767
+#: the most rows an Excel sheet holds
+EXCEL_ROW_LIMIT = 1_048_576
 
 
 def table_format(path: str | Path) -> str:
@@ -119,24 +196,86 @@ def table_format(path: str | Path) -> str:
 def table_data(frame: pd.DataFrame, path: str | Path) -> Callable[[Path], None]:
     """A writer of ``frame`` in the format ``path`` names (:func:`table_format`), gzip-compressed
     for a ``.gz`` suffix, for :func:`write_together`."""
-    fmt = table_format(path)
-    gz = "gzip" if str(path).lower().endswith(".gz") else None
-    if fmt == "parquet":
-        return lambda tmp: frame.to_parquet(tmp, index=False)
-    if fmt == "xlsx":
+    table_format(path)
+
+    def write(tmp: Path) -> None:
+        writer = _TableWriter(Path(path), tmp)
         try:
-            import openpyxl  # noqa: F401 - pandas' Excel engine
+            writer.append(frame)
+        finally:
+            writer.close()
+
+    return write
+
+
+class _TableWriter:
+    """Rows appended to one table file ``tmp``, in the format ``path``'s name gives."""
+
+    def __init__(self, path: Path, tmp: Path) -> None:
+        self.path, self.tmp = path, tmp
+        self.format = table_format(path)
+        self.rows = 0
+        self._handle: Any = None  # the open CSV file, Parquet writer or Excel workbook
+        self._sheet: Any = None
+
+    def append(self, frame: pd.DataFrame) -> None:
+        first = self._handle is None
+        if self.format == "parquet":
+            self._parquet(frame)
+        elif self.format == "xlsx":
+            self._excel(frame)
+        else:
+            if first:
+                gz = str(self.path).lower().endswith(".gz")
+                opener: Any = gzip.open if gz else open
+                self._handle = opener(self.tmp, "wt", encoding="utf-8", newline="")
+            sep = "\t" if self.format == "tsv" else ","
+            frame.to_csv(self._handle, index=False, sep=sep, header=first)
+        self.rows += len(frame)
+
+    def _parquet(self, frame: pd.DataFrame) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        if self._handle is None:
+            table = pa.Table.from_pandas(frame, preserve_index=False)
+            self._handle = pq.ParquetWriter(self.tmp, table.schema)
+        else:
+            table = pa.Table.from_pandas(frame, schema=self._handle.schema, preserve_index=False)
+        self._handle.write_table(table)
+
+    def _excel(self, frame: pd.DataFrame) -> None:
+        try:
+            import openpyxl
         except ImportError:
             raise OutputFileError(
-                f"{path}: writing Excel needs openpyxl: pip install 'reportfed[excel]'"
+                f"{self.path}: writing Excel needs openpyxl: pip install 'reportfed[excel]'"
             ) from None
         long = frame.map(lambda v: isinstance(v, str) and len(v) > EXCEL_CELL_LIMIT).to_numpy()
         if long.any():
-            row = int(long.any(axis=1).argmax())
+            row = self.rows + int(long.any(axis=1).argmax())
             raise OutputFileError(
-                f"{path}: row {row + 1} has a cell over Excel's {EXCEL_CELL_LIMIT:,} characters; "
-                "write .csv or .parquet"
+                f"{self.path}: row {row + 1} has a cell over Excel's {EXCEL_CELL_LIMIT:,} "
+                "characters; write .csv or .parquet"
             )
-        return lambda tmp: frame.to_excel(tmp, index=False, engine="openpyxl")
-    sep = "\t" if fmt == "tsv" else ","
-    return lambda tmp: frame.to_csv(tmp, index=False, sep=sep, compression=gz)
+        if self.rows + len(frame) >= EXCEL_ROW_LIMIT:
+            raise OutputFileError(
+                f"{self.path}: over Excel's {EXCEL_ROW_LIMIT:,} rows; write .csv or .parquet"
+            )
+        if self._handle is None:
+            self._handle = openpyxl.Workbook(write_only=True)
+            self._sheet = self._handle.create_sheet("Sheet1")
+            self._sheet.append([str(c) for c in frame.columns])
+        cells = frame.astype(object).where(frame.notna(), None)
+        for row in cells.itertuples(index=False, name=None):
+            self._sheet.append([v.item() if hasattr(v, "item") else v for v in row])
+
+    def close(self) -> None:
+        """Finish the file (an Excel workbook is saved here)."""
+        if self._handle is None:
+            return
+        handle, self._handle = self._handle, None
+        if self.format == "xlsx":
+            handle.save(self.tmp)
+        else:
+            handle.close()

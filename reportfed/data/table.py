@@ -12,11 +12,13 @@ Label columns may use any vocabulary spelling; they are canonicalised.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import gzip
 import io
+import itertools
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -83,86 +85,160 @@ class ReportTable:
         return ReportTable(self.texts, self.labels[:, cols], space, self.ids, self.source)
 
 
-def _decode(path: Path, raw: bytes) -> str:
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        raise InputFileError(
-            f"{path}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at line {line}); "
-            "re-save the file as UTF-8"
-        ) from None
-
-
 def _read_frame(path: Path, text_column: str | None) -> tuple[pd.DataFrame, int]:
     """The table (string cells) and the file row of its first data row: 2 below a header, 1 in a
     headerless one-report-per-row CSV (the CheXpert labeler's input). CSV may be gzipped and
     separated by commas, or by tabs, semicolons or bars when its header says so."""
-    if path.suffix.lower() in (".parquet", ".pq"):
-        try:
-            frame = pd.read_parquet(path)
-        except Exception as exc:  # pyarrow raises several types for bad files
-            raise InputFileError(f"{path}: cannot read as Parquet: {exc}") from None
-        _no_duplicates(path, [str(c) for c in frame.columns])
-        column = _find_text_column(list(frame.columns), text_column)
-        if column is not None and not _is_text(frame[column]):
-            raise InputFileError(
-                f"{path}: column {column!r} holds {frame[column].dtype} values, not report text"
-            )
-        return frame, 2
+    if _is_parquet(path):
+        return _checked_parquet(path, _parquet_file(path).read().to_pandas(), text_column), 2
+    layout, rows = _csv_layout(path, text_column)
+    return pd.DataFrame(list(rows), columns=layout.columns, dtype=object), layout.first_row
+
+
+def _is_parquet(path: Path) -> bool:
+    return path.suffix.lower() in (".parquet", ".pq")
+
+
+def _parquet_file(path: Path) -> Any:
+    """``path`` opened as a ``pyarrow.parquet.ParquetFile`` (its metadata read, no rows)."""
+    import pyarrow.parquet as pq
+
     try:
-        raw = path.read_bytes()
+        file = pq.ParquetFile(path)
+        _no_duplicates(path, list(file.schema_arrow.names))
+    except InputFileError:
+        raise
+    except Exception as exc:  # pyarrow raises several types for bad files
+        raise InputFileError(f"{path}: cannot read as Parquet: {exc}") from None
+    return file
+
+
+def _checked_parquet(path: Path, frame: pd.DataFrame, text_column: str | None) -> pd.DataFrame:
+    """``frame``, read from Parquet, once its text column is known to hold text, not numbers,
+    booleans or dates."""
+    column = _find_text_column(list(frame.columns), text_column)
+    if column is not None and not _is_text(frame[column]):
+        raise InputFileError(
+            f"{path}: column {column!r} holds {frame[column].dtype} values, not report text"
+        )
+    return frame
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """How a CSV file is laid out: its column names (``[0]`` for one report per row, no header),
+    the file row of its first data row and its delimiter."""
+
+    columns: list[Any]
+    first_row: int
+    delimiter: str
+
+
+def _open_text(path: Path) -> io.TextIOWrapper:
+    """``path`` as UTF-8 text (a byte-order mark skipped), gunzipped when it is gzip."""
+    try:
+        raw: Any = open(path, "rb")  # noqa: SIM115 - handed to the wrapper, which closes it
     except OSError as exc:
         raise InputFileError(f"{path}: cannot read ({exc.strerror})") from None
-    if raw[:2] == b"\x1f\x8b":
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError) as exc:
-            raise InputFileError(f"{path}: a broken gzip file ({exc})") from None
-    text = _decode(path, raw)
-    if not text.strip():
-        raise InputFileError(f"{path}: the file is empty")
-    delimiter = _delimiter(text.split("\n", 1)[0])
-    rows = _csv_rows(path, text, delimiter)
-    header = rows[0]
+    if raw.read(2) == b"\x1f\x8b":
+        raw.seek(0)
+        raw = gzip.GzipFile(fileobj=raw)
+    else:
+        raw.seek(0)
+    return io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")
+
+
+def _csv_layout(path: Path, text_column: str | None) -> tuple[_Layout, Iterator[list[str]]]:
+    """The layout of a CSV file and its data rows, read as they are needed (memory stays flat
+    for any number of rows); every row is checked against the header."""
+    with _reading(path), _open_text(path) as f:
+        first_line = f.readline()
+        if not first_line.strip() and not f.read().strip():
+            raise InputFileError(f"{path}: the file is empty")
+    delimiter = _delimiter(first_line.split("\n", 1)[0])
+    rows = _csv_rows(path, delimiter)
+    header = next(rows)
     headerless = text_column is None and _find_text_column(header, None) is None
     if headerless and len(header) <= 1:  # no recognisable header: one report per row
-        wide = next((i for i, r in enumerate(rows) if len(r) > 1), None)
-        if wide is not None:
+        return _Layout([0], 1, delimiter), _one_field_rows(path, header, rows, delimiter)
+    _no_duplicates(path, header)
+    return _Layout(header, 2, delimiter), _header_rows(path, header, rows, delimiter)
+
+
+def _one_field_rows(
+    path: Path, first: list[str], rows: Iterator[list[str]], delimiter: str
+) -> Iterator[list[str]]:
+    for i, row in enumerate(itertools.chain([first], rows)):
+        if len(row) > 1:
             raise InputFileError(
                 f"{path}: no header names a text column, so each row is one report, but row "
-                f"{wide + 1} has {len(rows[wide])} fields: quote reports that contain {delimiter!r}"
+                f"{i + 1} has {len(row)} fields: quote reports that contain {delimiter!r}"
             )
-        return pd.DataFrame({0: [r[0] if r else "" for r in rows]}, dtype=object), 1
-    for i, row in enumerate(rows[1:]):
+        yield [row[0] if row else ""]
+
+
+def _header_rows(
+    path: Path, header: list[str], rows: Iterator[list[str]], delimiter: str
+) -> Iterator[list[str]]:
+    for i, row in enumerate(rows):
         if row and len(row) != len(header):
             raise InputFileError(
                 f"{path}: row {i + 2} has {len(row)} fields but the header has {len(header)} "
                 f"(a field with a {delimiter!r} in it must be quoted)"
             )
-    _no_duplicates(path, header)
-    data = [r or [""] * len(header) for r in rows[1:]]
-    return pd.DataFrame(data, columns=header, dtype=object), 2
+        yield row or [""] * len(header)
 
 
-def _csv_rows(path: Path, text: str, delimiter: str) -> list[list[str]]:
-    """The rows of CSV ``text``, any field length; a malformed file names the line it breaks on
-    (for a quote never closed, the line where it opened)."""
-    csv.field_size_limit(max(csv.field_size_limit(), FIELD_LIMIT))  # a long report is valid
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
-    rows: list[list[str]] = []
-    done = 0  # the last line of the last whole row
+@contextlib.contextmanager
+def _reading(path: Path) -> Iterator[None]:
+    """Turn a file that is not UTF-8 or a broken gzip into an :class:`InputFileError`."""
     try:
-        for row in reader:
-            rows.append(row)
-            done = reader.line_num
-    except csv.Error as exc:
-        if "unexpected end of data" in str(exc):
+        yield
+    except UnicodeDecodeError:
+        raise InputFileError(_not_utf8(path)) from None
+    except (OSError, EOFError) as exc:
+        if isinstance(exc, (gzip.BadGzipFile, EOFError)):
+            raise InputFileError(f"{path}: a broken gzip file ({exc})") from None
+        raise InputFileError(f"{path}: cannot read ({exc.strerror or exc})") from None
+
+
+def _not_utf8(path: Path) -> str:
+    """Where ``path`` stops being UTF-8: the byte and its line."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    if raw[:2] == b"\x1f\x8b":
+        raw = gzip.decompress(raw)
+    try:
+        raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        return (
+            f"{path}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at line {line}); "
+            "re-save the file as UTF-8"
+        )
+    return f"{path}: not UTF-8 text; re-save the file as UTF-8"
+
+
+def _csv_rows(path: Path, delimiter: str) -> Iterator[list[str]]:
+    """The rows of CSV file ``path``, any field length, read as they are needed; a malformed file
+    names the line it breaks on (for a quote never closed, the line where it opened)."""
+    csv.field_size_limit(max(csv.field_size_limit(), FIELD_LIMIT))  # a long report is valid
+    with _reading(path), _open_text(path) as f:
+        reader = csv.reader(f, delimiter=delimiter, strict=True)
+        rows = done = 0  # rows read; the last line of the last whole row
+        try:
+            for row in reader:
+                yield row
+                rows += 1
+                done = reader.line_num
+        except csv.Error as exc:
+            if "unexpected end of data" in str(exc):
+                raise InputFileError(
+                    f"{path}: a quote opened on line {done + 1} (row {rows + 1}) is never closed"
+                ) from None
             raise InputFileError(
-                f"{path}: a quote opened on line {done + 1} (row {len(rows) + 1}) is never closed"
+                f"{path}: malformed CSV at line {reader.line_num}: {exc}"
             ) from None
-        raise InputFileError(f"{path}: malformed CSV at line {reader.line_num}: {exc}") from None
-    return rows
 
 
 def _delimiter(first_line: str) -> str:
@@ -271,20 +347,13 @@ def read_reports(
     in ``ReportTable.ids``; columns that are neither text, id nor labels are named in
     ``ReportTable.ignored_columns``.
     """
-    path = Path(path)
-    if path.is_dir():
-        raise InputFileError(f"{path}: is a directory, not a reports table")
-    if not path.is_file():
-        raise InputFileError(f"{path}: no such file")
+    path = _table_path(path)
     if uncertain not in _UNCERTAIN_VALUE:
         raise ConfigError(f"uncertain must be one of {sorted(_UNCERTAIN_VALUE)}, got {uncertain!r}")
     if blank not in _BLANK_VALUE:
         raise ConfigError(f"blank must be one of {sorted(_BLANK_VALUE)}, got {blank!r}")
     frame, first_row = _read_frame(path, text_column)
-    column = _find_text_column(list(frame.columns), text_column) if first_row == 2 else 0
-    if column is None:
-        wanted = repr(text_column) if text_column else f"one of {list(TEXT_COLUMNS)}"
-        raise InputFileError(f"{path}: no text column {wanted}; columns are {list(frame.columns)}")
+    column = _text_column(path, list(frame.columns), text_column, first_row)
     if frame.empty:
         raise InputFileError(f"{path}: no rows")
 
@@ -331,29 +400,121 @@ def read_reports(
     ]
     labels[:, [label_columns.index(c) for c in blank_columns]] = np.nan
 
-    texts = [_report_text(t) for t in frame[column].tolist()]
-    keep = np.array([bool(t) for t in texts], dtype=bool)
-    if not keep.any():
-        raise InputFileError(
-            f"{path}: no usable report text in column {column!r} (all {len(texts)} empty, "
-            "missing or without a word)"
-        )
-    if "id" in frame.columns:
-        ids = [str(x) for x in frame["id"].tolist()]
-    else:
-        ids = [str(i + first_row) for i in range(len(frame))]
-    return ReportTable(
-        texts=[t for t, k in zip(texts, keep, strict=True) if k],
+    reports = _reports(path, frame, column, first_row)
+    if not reports.texts:
+        raise _no_usable_text(path, f"column {column!r}", len(frame))
+    keep = np.array([_report_text(t) != "" for t in frame[column].tolist()], dtype=bool)
+    return replace(
+        reports,
         labels=labels[keep],
         label_space=space,
-        ids=[i for i, k in zip(ids, keep, strict=True) if k],
-        source=str(path),
-        skipped_empty=int((~keep).sum()),
-        id_column="id" if "id" in frame.columns else None,
         ignored_columns=tuple(
             str(c) for c in frame.columns if c not in (column, "id", *label_columns)
         ),
         blank_columns=tuple(space[label_columns.index(c)] for c in blank_columns),
+    )
+
+
+#: reports read at once by :func:`iter_reports`
+REPORT_CHUNK = 2048
+
+
+def iter_reports(
+    path: str | Path, *, text_column: str | None = None, rows: int = REPORT_CHUNK
+) -> Iterator[ReportTable]:
+    """The reports of a table ``rows`` file rows at a time (texts and ids; labels are not read),
+    so a table of any size is read in flat memory. Each chunk is a :class:`ReportTable` with its
+    own ``skipped_empty``; ids are as :func:`read_reports` gives them. A malformed row raises when
+    its chunk is read: :func:`count_reports` checks the whole file first."""
+    path = _table_path(path)
+    if _is_parquet(path):
+        file = _parquet_file(path)
+        names = list(file.schema_arrow.names)
+        column = _text_column(path, names, text_column, 2)
+        wanted = [column, *(["id"] if "id" in names and column != "id" else [])]
+        frames: Iterator[pd.DataFrame] = (
+            batch.to_pandas() for batch in file.iter_batches(batch_size=rows, columns=wanted)
+        )
+        first_row = 2
+        frames = (_checked_parquet(path, frame, column) for frame in frames)
+    else:
+        layout, records = _csv_layout(path, text_column)
+        column = _text_column(path, layout.columns, text_column, layout.first_row)
+        frames = (
+            pd.DataFrame(list(batch), columns=layout.columns, dtype=object)
+            for batch in _batched(records, rows)
+        )
+        first_row = layout.first_row
+    for frame in frames:
+        yield _reports(path, frame, column, first_row)
+        first_row += len(frame)
+
+
+def count_reports(path: str | Path, *, text_column: str | None = None) -> tuple[int, int]:
+    """``(usable, skipped)`` report counts of a table, read through once in flat memory: every
+    row is checked, so a malformed row is found before long work starts (:func:`iter_reports`)."""
+    usable = skipped = 0
+    for chunk in iter_reports(path, text_column=text_column):
+        usable += len(chunk)
+        skipped += chunk.skipped_empty
+    path = Path(path)
+    if not usable + skipped:
+        raise InputFileError(f"{path}: no rows")
+    if not usable:
+        where = f"column {text_column!r}" if text_column else "its text column"
+        raise _no_usable_text(path, where, skipped)
+    return usable, skipped
+
+
+def _batched(items: Iterator[list[str]], size: int) -> Iterator[list[list[str]]]:
+    """``items`` in lists of ``size`` (the last may be shorter)."""
+    while batch := list(itertools.islice(items, size)):
+        yield batch
+
+
+def _table_path(path: str | Path) -> Path:
+    """``path`` as a reports table's path, or an :class:`InputFileError` saying why not."""
+    path = Path(path)
+    if path.is_dir():
+        raise InputFileError(f"{path}: is a directory, not a reports table")
+    if not path.is_file():
+        raise InputFileError(f"{path}: no such file")
+    return path
+
+
+def _text_column(path: Path, columns: list[Any], text_column: str | None, first_row: int) -> Any:
+    """The text column of a table with ``columns`` (``0`` in a headerless one; see
+    :func:`_read_frame`), or an :class:`InputFileError` naming the columns there are."""
+    column = _find_text_column(columns, text_column) if first_row == 2 else 0
+    if column is None:
+        wanted = repr(text_column) if text_column else f"one of {list(TEXT_COLUMNS)}"
+        raise InputFileError(f"{path}: no text column {wanted}; columns are {columns}")
+    return column
+
+
+def _no_usable_text(path: Path, where: str, rows: int) -> InputFileError:
+    return InputFileError(
+        f"{path}: no usable report text in {where} (all {rows} empty, missing or without a word)"
+    )
+
+
+def _reports(path: Path, frame: pd.DataFrame, column: Any, first_row: int) -> ReportTable:
+    """The usable reports of ``frame`` (file row ``first_row`` first) with their ids: the ``id``
+    column, else the file row."""
+    texts = [_report_text(t) for t in frame[column].tolist()]
+    if "id" in frame.columns:
+        ids = [str(x) for x in frame["id"].tolist()]
+    else:
+        ids = [str(i + first_row) for i in range(len(frame))]
+    kept = [(t, i) for t, i in zip(texts, ids, strict=True) if t]
+    return ReportTable(
+        texts=[t for t, _ in kept],
+        labels=np.zeros((len(kept), 0), dtype=np.float32),
+        label_space=LabelSpace(()),
+        ids=[i for _, i in kept],
+        source=str(path),
+        skipped_empty=len(texts) - len(kept),
+        id_column="id" if "id" in frame.columns else None,
     )
 
 

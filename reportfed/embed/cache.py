@@ -41,6 +41,16 @@ def _digest(keys: np.ndarray, vectors: np.ndarray) -> bytes:
     return h.digest()
 
 
+def _signature(path: Path) -> tuple[int, int]:
+    """What tells a file changed: its modification time and size."""
+    stat = path.stat()
+    return stat.st_mtime_ns, stat.st_size
+
+
+#: the shards last read (their signatures) and their vectors, by cache folder and vector size
+_READ: dict[tuple[Path, int], tuple[dict[str, tuple[int, int]], dict[bytes, np.ndarray]]] = {}
+
+
 class EmbeddingCache:
     """The cache directory of one embedder cache key."""
 
@@ -58,30 +68,42 @@ class EmbeddingCache:
 
     def load(self, dim: int) -> dict[bytes, np.ndarray]:
         """Every valid cached vector of this fingerprint, of ``dim`` values; corrupted entries
-        are removed."""
-        found: dict[bytes, np.ndarray] = {}
-        for shard in sorted(self.dir.glob("shard-*.npz")):
-            try:
-                with np.load(shard, allow_pickle=False) as z:
-                    keys, vectors, digest = z["keys"], z["vectors"], z["digest"].tobytes()
-                if keys.shape[0] != vectors.shape[0] or _digest(keys, vectors) != digest:
-                    raise ValueError("digest mismatch")
-                if vectors.ndim != 2 or vectors.shape[1] != dim:
-                    raise ValueError(f"vectors of shape {vectors.shape}, the embedder makes {dim}")
-            except Exception as exc:  # any unreadable shard is treated the same way
-                log.warning(
-                    "embedding cache shard %s is corrupted (%s): removed, will re-embed", shard, exc
-                )
-                if shard.is_dir() and not shard.is_symlink():
-                    shutil.rmtree(shard, ignore_errors=True)
-                else:
-                    shard.unlink(missing_ok=True)
-                continue
-            for k, v in zip(keys, vectors, strict=True):
-                found[k.tobytes()] = v
+        are removed. What was read stays in memory for the next call, which reads only the
+        shards written since (a labelling run asks once per chunk); a shard that changed or went
+        makes it read them all again."""
+        shards = {p.name: _signature(p) for p in sorted(self.dir.glob("shard-*.npz"))}
+        seen, found = _READ.get((self.dir, dim), ({}, {}))
+        if any(shards.get(name) != signature for name, signature in seen.items()):
+            seen, found = {}, {}
+        for name, signature in shards.items():
+            if name not in seen:
+                found.update(self._shard(self.dir / name, dim))
+                seen[name] = signature
+        _READ.clear()  # one cache at a time: the one in use
+        _READ[(self.dir, dim)] = (seen, found)
         if found:
             self._record_dim(dim)
         return found
+
+    def _shard(self, shard: Path, dim: int) -> dict[bytes, np.ndarray]:
+        """The vectors of one shard, or none (the shard removed) when it is corrupted."""
+        try:
+            with np.load(shard, allow_pickle=False) as z:
+                keys, vectors, digest = z["keys"], z["vectors"], z["digest"].tobytes()
+            if keys.shape[0] != vectors.shape[0] or _digest(keys, vectors) != digest:
+                raise ValueError("digest mismatch")
+            if vectors.ndim != 2 or vectors.shape[1] != dim:
+                raise ValueError(f"vectors of shape {vectors.shape}, the embedder makes {dim}")
+        except Exception as exc:  # any unreadable shard is treated the same way
+            log.warning(
+                "embedding cache shard %s is corrupted (%s): removed, will re-embed", shard, exc
+            )
+            if shard.is_dir() and not shard.is_symlink():
+                shutil.rmtree(shard, ignore_errors=True)
+            else:
+                shard.unlink(missing_ok=True)
+            return {}
+        return {k.tobytes(): v for k, v in zip(keys, vectors, strict=True)}
 
     def _record_dim(self, dim: int) -> None:
         """Write ``dim.txt`` where it is missing (a read-only cache goes without)."""

@@ -48,6 +48,19 @@ def embed_reports(
             texts, embedder, cache_dir=cache_dir, progress=progress, counts=counts, unit="report"
         )
     units = [report_units(t) for t in texts]
+    return embed_units(units, embedder, cache_dir=cache_dir, progress=progress, counts=counts)
+
+
+def embed_units(
+    units: Sequence[Sequence[str]],
+    embedder: Embedder,
+    *,
+    cache_dir: str | Path | None,
+    progress: bool = True,
+    counts: dict[str, int] | None = None,
+) -> np.ndarray:
+    """Sentence bags ``(len(units), S, dim)`` of reports already split into ``units``
+    (:func:`~reportfed.text.sentences.report_units`), as :func:`embed_reports` makes them."""
     flat = [u for us in units for u in us]
     vectors = embed_texts(
         flat, embedder, cache_dir=cache_dir, progress=progress, counts=counts, unit="sentence"

@@ -23,6 +23,7 @@ still call the finding), scopes are clause-level rather than parsed, and double 
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from collections.abc import Iterable
@@ -345,24 +346,33 @@ def _hedged(sentence: str, mentions: list[Mention]) -> list[Mention]:
 
 def find_mentions(text: str, labels: Iterable[str] | None = None) -> list[Mention]:
     """Every mention of ``labels`` (default: every label with a lexicon) in ``text``."""
-    wanted = [lab for lab in (labels if labels is not None else FINDINGS) if lab in FINDINGS]
+    wanted = tuple(lab for lab in (labels if labels is not None else FINDINGS) if lab in FINDINGS)
     out: list[Mention] = []
     for i, sentence in enumerate(findings_sentences(text)):
-        found: list[Mention] = []
-        for label in wanted:
-            spans = [m.span() for m in _FINDING_RE[label].finditer(sentence)]
-            for span in spans:
-                state, cue = _assert(sentence, *span)
-                found.append(Mention(label, i, span, state, text=sentence, cue=cue))
-            if spans or label not in _ANATOMY_RE:
-                continue
-            for m in _ANATOMY_RE[label].finditer(sentence):
-                said = _anatomy_state(sentence, *m.span())
-                if said is not None:
-                    found.append(Mention(label, i, m.span(), said[0], text=sentence, cue=said[1]))
-                    break
-        out += _hedged(sentence, found)
+        found = _sentence_mentions(sentence, wanted)
+        out += found if i == 0 else [replace(m, sentence=i) for m in found]
     return out
+
+
+@functools.lru_cache(maxsize=2**15)
+def _sentence_mentions(sentence: str, labels: tuple[str, ...]) -> tuple[Mention, ...]:
+    """The mentions of ``labels`` in one sentence, as the report's sentence 0. Remembered:
+    hospitals' reports repeat their sentences ("No pneumothorax."), and a sentence reads the same
+    in any report."""
+    found: list[Mention] = []
+    for label in labels:
+        spans = [m.span() for m in _FINDING_RE[label].finditer(sentence)]
+        for span in spans:
+            state, cue = _assert(sentence, *span)
+            found.append(Mention(label, 0, span, state, text=sentence, cue=cue))
+        if spans or label not in _ANATOMY_RE:
+            continue
+        for m in _ANATOMY_RE[label].finditer(sentence):
+            said = _anatomy_state(sentence, *m.span())
+            if said is not None:
+                found.append(Mention(label, 0, m.span(), said[0], text=sentence, cue=said[1]))
+                break
+    return tuple(_hedged(sentence, found))
 
 
 def decisive_mentions(text: str, labels: Iterable[str]) -> dict[str, Mention | None]:

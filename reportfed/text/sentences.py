@@ -18,6 +18,7 @@ silently.
 
 from __future__ import annotations
 
+import functools
 import re
 
 from reportfed.core.config import GRANULARITIES, Granularity
@@ -170,9 +171,16 @@ def findings_sentences(text: str) -> list[str]:
     """The sentences that describe the study: all but those of context sections (indication,
     history, comparison, technique, examination) and requests ("Assess for effusion."); if that
     leaves none, every sentence but the requests and questions."""
+    return list(_findings_sentences(text))
+
+
+@functools.lru_cache(maxsize=4096)
+def _findings_sentences(text: str) -> tuple[str, ...]:
+    """:func:`findings_sentences`, remembered for the last reports read: labelling a chunk of
+    reports splits each one for the model and again for its mentions."""
     pairs = split_sections(text)
     kept = [s for section, s in pairs if not _is_context(section) and not _request(s)]
-    return kept or [s for _, s in pairs if not _request(s) and not s.rstrip().endswith("?")]
+    return tuple(kept or [s for _, s in pairs if not _request(s) and not s.rstrip().endswith("?")])
 
 
 def _request(sentence: str) -> bool:
