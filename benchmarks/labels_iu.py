@@ -10,6 +10,9 @@ the sites' validation rows); on the 20%:
   and ``brier_model`` / ``ece_model`` of the model's scores;
 * ``f1_model``: macro F1 of the positives at the model's thresholds alone;
 * ``f1_states``: macro F1 of state 1 (the four states: the text's mentions first, then the model);
+* ``f1_mentioned``: macro F1 of state 1 or -1 (the finding found at all, hedged or not);
+* ``contradictions``: cells whose state and probability disagree (state 1 below 0.5, state 0
+  above 0.5), of all cells with a state;
 * ``recall_states``: per label, the share of positives whose state is 1.
 
 Then labelling throughput (reports/s of ``predict_states``, embedding included) on 1,000 test
@@ -68,6 +71,8 @@ def evaluate(seed: int) -> dict[str, object]:
     proba, states, scores = read.proba, read.states, labeler.predict_scores(test.texts)
     model = (scores >= labeler.thresholds_).astype(float)
     positive = np.nan_to_num(states, nan=0.0) == 1
+    mentioned = np.isin(states, (1.0, -1.0))
+    contradicting = ((states == 1) & (proba < 0.5)) | ((states == 0) & (proba > 0.5))
     recall = {
         name: float(positive[y[:, j] == 1, j].mean())
         for j, name in enumerate(names)
@@ -86,6 +91,10 @@ def evaluate(seed: int) -> dict[str, object]:
         "f1_states": _macro(
             y, positive.astype(float), lambda t, p: f1_score(t, p, zero_division=0)
         ),
+        "f1_mentioned": _macro(
+            y, mentioned.astype(float), lambda t, p: f1_score(t, p, zero_division=0)
+        ),
+        "contradictions": float(contradicting.sum() / (~np.isnan(states)).sum()),
         "recall_states": recall,
         "labeler": labeler,
         "test": test,
@@ -125,6 +134,8 @@ def main() -> None:
             "ece_model",
             "f1_model",
             "f1_states",
+            "f1_mentioned",
+            "contradictions",
         )
     }
     labels = rows[0]["recall_states"].keys()  # type: ignore[union-attr]

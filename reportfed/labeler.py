@@ -44,7 +44,12 @@ from reportfed.text.calibration import (
 from reportfed.text.model import decisive_sentences, global_model, predict_state
 from reportfed.text.model_file import ModelFile, read_model, write_model
 from reportfed.text.sentences import check_granularity, report_units
-from reportfed.text.states import NO_FINDING, chexpert_states, report_mentions
+from reportfed.text.states import (
+    NO_FINDING,
+    chexpert_states,
+    consistent_proba,
+    report_mentions,
+)
 
 #: reports embedded and scored at once by :meth:`ReportLabeler.predict_proba` (bounds memory)
 PREDICT_CHUNK = 2048
@@ -406,15 +411,16 @@ class ReportLabeler(BaseEstimator):
                 scores = self.predict_scores_embeddings(x)
                 yield _Reading(first + lo, part, units[lo:hi], x, scores, found)
 
-    def _calibrated(self, reading: _Reading) -> np.ndarray:
-        x = calibration_features(reading.scores, reading.mentions, list(self.classes_))
-        return calibrate(self.calibration_, x)
-
-    def _states(self, reading: _Reading) -> np.ndarray:
+    def _proba_states(self, reading: _Reading) -> tuple[np.ndarray, np.ndarray]:
+        """The calibrated probabilities and the states of one chunk, bound by one rule
+        (:func:`~reportfed.text.states.consistent_proba`)."""
         names = list(self.classes_)
-        return chexpert_states(
-            reading.texts, reading.scores, names, self.thresholds_, reading.mentions
+        x = calibration_features(reading.scores, reading.mentions, names)
+        calibrated = calibrate(self.calibration_, x)
+        states = chexpert_states(
+            reading.texts, reading.scores, names, self.thresholds_, reading.mentions, calibrated
         )
+        return consistent_proba(calibrated, states), states
 
     def predict_scores(self, texts: Sequence[str]) -> np.ndarray:
         """The model's presence scores ``(len(texts), len(classes_))``: the sigmoid of its logit
@@ -424,8 +430,9 @@ class ReportLabeler(BaseEstimator):
     def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
         """Presence probabilities ``(len(texts), len(classes_))``: the model's score fused with
         the text's mentions by the calibration fitted on the validation rows
-        (:mod:`reportfed.text.calibration`)."""
-        return self._stack([self._calibrated(r) for r in self._read(texts)])
+        (:mod:`reportfed.text.calibration`), on their state's side of even odds
+        (:func:`~reportfed.text.states.consistent_proba`)."""
+        return self._stack([self._proba_states(r)[0] for r in self._read(texts)])
 
     def predict(self, texts: Sequence[str]) -> np.ndarray:
         """0/1 presence: the model's score at the stored per-label thresholds (chosen for F1 on
@@ -435,7 +442,7 @@ class ReportLabeler(BaseEstimator):
     def predict_states(self, texts: Sequence[str]) -> np.ndarray:
         """The CheXpert labeler's four states ``(len(texts), len(classes_))``: 1 positive,
         0 mentioned and negated, -1 uncertain, NaN not mentioned (see :mod:`reportfed.text.states`)."""
-        return self._stack([self._states(r) for r in self._read(texts)])
+        return self._stack([self._proba_states(r)[1] for r in self._read(texts)])
 
     def predict_evidence(
         self, texts: Sequence[str], ids: Sequence[str] | None = None
@@ -465,7 +472,7 @@ class ReportLabeler(BaseEstimator):
         names = list(self.classes_)
         probas, states, rows = [], [], []
         for r in self._read(texts):
-            proba, state = self._calibrated(r), self._states(r)
+            proba, state = self._proba_states(r)
             probas.append(proba)
             states.append(state)
             if not evidence:

@@ -170,3 +170,23 @@ def test_a_report_of_50000_sentences_is_labelled(default_labeler: ReportLabeler)
     (states,) = default_labeler.predict_states([report])
     got = {name: states[names.index(name)] for name in ("Pleural Effusion", "Pneumothorax")}
     assert got == {"Pleural Effusion": 1.0, "Pneumothorax": 0.0}
+
+
+def test_states_never_contradict_their_probability(
+    default_labeler: ReportLabeler, iu_archive
+) -> None:  # type: ignore[no-untyped-def]
+    """On every report of both suites and of IU: a state 1 has probability >= 0.5 (also where
+    the model alone called it, and No Finding's), a state 0 has probability <= 0.5."""
+    from reportfed.data.iu import load_iu
+
+    texts = [
+        *pd.read_csv(SUITE, keep_default_na=False)["report"],
+        *pd.read_csv(LAYOUTS, keep_default_na=False)["report"],
+        *load_iu(iu_archive).texts,
+    ]
+    read = default_labeler.annotate(texts, evidence=True)
+    assert read.evidence is not None and len(texts) > 4000
+    assert not ((read.states == 1) & (read.proba < 0.5)).any()
+    assert not ((read.states == 0) & (read.proba > 0.5)).any()
+    model = read.evidence[read.evidence["source"].isin(["model", "rule"])]
+    assert len(model) and (model.loc[model["state"] == 1, "probability"] >= 0.5).all()

@@ -9,8 +9,15 @@ assertion                   state
 negated ("no effusion")     0.0
 uncertain ("possible ...")  -1.0
 affirmed ("effusion")       1.0
-not mentioned               1.0 if ``p >= max(t, 0.5)``, else blank (NaN)
+not mentioned               1.0 if ``p >= max(t, 0.5)`` and ``q >= 0.5``, else blank (NaN)
 ==========================  =====================
+
+``q`` is the calibrated probability (:mod:`reportfed.text.calibration`), the one users read. One
+rule ties it to the state (:func:`consistent_proba`): a state 1 never has ``q < 0.5`` and a state
+0 never has ``q > 0.5``. The model calls a finding the text does not mention only where the
+calibrated probability says so too; where the text decides against the calibration (an
+affirmed mention the calibration scores below even odds, which happens when it was fitted on a
+few validation rows), the reported probability is moved to 0.5, the state's side of even odds.
 
 An explicit negation or hedge in the text wins over the model; the model calls findings that the
 lexicon does not know how to name, when it gives them at least even odds
@@ -18,7 +25,8 @@ lexicon does not know how to name, when it gives them at least even odds
 with the labelling threshold alone, and 0.83% of unmentioned findings called positive against
 1.15%). A label without a lexicon (a custom label) has two states:
 1.0 at ``p >= t``, else 0.0. **No Finding** follows the CheXpert labeler's rule: 1.0 when no other
-finding except Support Devices is 1.0 or -1.0, else blank.
+finding except Support Devices is 1.0 or -1.0, else blank; its probability is at least 0.5 where
+it is 1.
 """
 
 from __future__ import annotations
@@ -51,15 +59,18 @@ def chexpert_states(
     labels: Sequence[str],
     thresholds: np.ndarray,
     mentions: Sequence[dict[str, Mention | None]] | None = None,
+    calibrated: np.ndarray | None = None,
 ) -> np.ndarray:
     """``(len(texts), len(labels))`` states: 1.0, 0.0, -1.0 or NaN (see the module docstring)
-    from the model's probabilities ``proba``; ``mentions`` reuses :func:`report_mentions` of
-    ``texts``."""
+    from the model's probabilities ``proba`` and, where given, the ``calibrated`` ones;
+    ``mentions`` reuses :func:`report_mentions` of ``texts``."""
     if proba.shape != (len(texts), len(labels)):
         raise ConfigError(f"proba has shape {proba.shape}, expected ({len(texts)}, {len(labels)})")
     mentions = report_mentions(texts, labels) if mentions is None else mentions
     present = proba >= np.asarray(thresholds)
     unmentioned_present = proba >= np.maximum(thresholds, UNMENTIONED_FLOOR)
+    if calibrated is not None:
+        unmentioned_present &= calibrated >= UNMENTIONED_FLOOR
     out = np.full(proba.shape, np.nan, dtype=np.float32)
     lexical = [c for c, name in enumerate(labels) if has_lexicon(name)]
     other = [c for c, name in enumerate(labels) if not has_lexicon(name) and name != NO_FINDING]
@@ -75,4 +86,13 @@ def chexpert_states(
         disease = [c for c, name in enumerate(labels) if name not in NOT_DISEASE]
         findings = np.isin(out[:, disease], (1.0, -1.0)).any(axis=1)
         out[:, list(labels).index(NO_FINDING)] = np.where(findings, np.nan, 1.0)
+    return out
+
+
+def consistent_proba(proba: np.ndarray, states: np.ndarray) -> np.ndarray:
+    """Calibrated probabilities ``proba`` on their state's side of even odds: at least 0.5 where
+    ``states`` is 1, at most 0.5 where it is 0 (uncertain and blank keep theirs)."""
+    out = np.array(proba, dtype=np.float32, copy=True)
+    out[states == 1.0] = np.maximum(out[states == 1.0], 0.5)
+    out[states == 0.0] = np.minimum(out[states == 0.0], 0.5)
     return out
