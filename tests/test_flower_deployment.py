@@ -103,3 +103,100 @@ def test_a_node_killed_in_round_two_and_a_poisoned_node(
     model = ReportLabeler.load(out / MODEL_FILE, progress=False)
     assert {"Pneumothorax", "Support Devices"} <= set(model.classes_)  # c's labels stay
     assert all(np.isfinite(v).all() for v in model.state_.task.values())
+
+
+def test_a_node_whose_table_disappears_is_named_lost_with_its_labels(
+    tables: dict[str, Path],
+    embeddings_cache: Path,
+    tmp_path: Path,
+) -> None:
+    """Node b's table is deleted after round 1: b answers round 2 with the reason in one log
+    line (no traceback), and the round's history, the model's provenance and the closing
+    summary name b as lost since round 2, with the labels no other node holds."""
+    import shutil
+
+    from reportfed.text.model_file import read_model
+
+    b = tmp_path / "b.csv"
+    shutil.copy(tables["b"], b)
+    out = tmp_path / "server"
+    with LoopbackFederation(tmp_path) as cluster:
+        cluster.add_node("a", tables["a"], **{"cache-dir": str(embeddings_cache)})
+        cluster.add_node("b", b, **{"cache-dir": str(embeddings_cache)})
+        finished = threading.Event()
+
+        def delete_b_after_round_one() -> None:
+            while not finished.is_set() and not (out / HISTORY_FILE).exists():
+                time.sleep(0.2)
+            b.unlink()
+
+        deleter = threading.Thread(target=delete_b_after_round_one, daemon=True)
+        deleter.start()
+        try:
+            cluster.run(
+                {**RUN, "granularity": "report", "reports.rounds": 2, "out": str(out),
+                 "min-nodes": 1, "round-timeout": 60.0}
+            )  # fmt: skip
+        finally:
+            finished.set()
+            deleter.join()
+        node_log = cluster.log("node-b")
+    history = json.loads((out / HISTORY_FILE).read_text())
+    assert history[0]["accepted"] == ["a", "b"] and history[1]["accepted"] == ["a"]
+    assert f"{b}: no such file" in history[1]["failed"]["b"]
+    lost = read_model(out / MODEL_FILE).provenance["federation"]["lost"]
+    assert lost == {
+        "b": {
+            "since-round": 2,
+            "reason": history[1]["failed"]["b"],
+            "labels-untrained": ["Lung Opacity", "Edema"],
+        }
+    }
+    assert "this node cannot answer train" in node_log and "Traceback" not in node_log
+
+
+def test_a_taken_name_and_an_unregistered_key_are_refused_in_one_line(
+    tmp_path: Path, capsys, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    """Real processes: ``federation register`` refuses a name the server already has, and a
+    node whose key the server never registered ends in one line saying so (exit status 1), its
+    Flower processes stopped with it."""
+    import subprocess
+    import sys
+
+    from reportfed.cli import main
+    from reportfed.flower.launch import free_port
+
+    certs = generate_certificates(tmp_path / "certs")
+    data = tmp_path / "site.csv"
+    data.write_text("Reports,Edema\nMild edema.,1\nNo edema.,0\nClear lungs.,0\n")
+    with LoopbackFederation(tmp_path, certificates=certs) as cluster:
+        cluster.register("hospital_a")
+        other = generate_node_keys(tmp_path / "other", "hospital_a")
+        ca = ["--root-certificates", str(certs.ca)]
+        register = ["federation", "register", str(other.public), "--superlink", cluster.address]
+        assert main([*register, *ca]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert err[-1] == (
+            "reportfed: error: a node named 'hospital_a' is already registered (node "
+            f"{err[-1].split('(node ')[1].split(')')[0]}): give this hospital another --name"
+        )
+        assert main([*register, "--name", "hospital_b", *ca]) == 0  # under its own name
+        assert "registered 'hospital_b'" in capsys.readouterr().err
+
+        stranger = generate_node_keys(tmp_path / "stranger", "hospital_x")
+        port = free_port()
+        node = subprocess.run(
+            [sys.executable, "-m", "reportfed", "federation", "node", "--superlink",
+             cluster.address, *ca, "--key", str(stranger.private), "--data", str(data),
+             "--port", str(port)],
+            capture_output=True, text=True, timeout=180,
+        )  # fmt: skip
+        assert node.returncode == 1
+        assert node.stderr.strip().splitlines()[-1] == (
+            f"reportfed: error: the server at {cluster.address} did not accept this node's key "
+            f"{stranger.private}: ask its operator to run `reportfed federation register "
+            "hospital_x.pub --name NAME` with this hospital's public key"
+        )
+        left = subprocess.run(["pgrep", "-f", f"127.0.0.1:{port}"], capture_output=True)
+        assert left.stdout == b"", "a Flower process of the node outlived it"

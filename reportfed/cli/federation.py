@@ -18,9 +18,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from reportfed.cli.options import say
 from reportfed.core import schema
@@ -123,9 +125,11 @@ def start_superlink(args: argparse.Namespace) -> None:
 def start_supernode(args: argparse.Namespace) -> None:
     from reportfed.data.table import read_reports
     from reportfed.flower.launch import (
+        KEY_REFUSED,
         SUPERNODE_ENV,
         check_port_free,
         supernode_command,
+        supervise,
     )
 
     check_port_free(
@@ -143,17 +147,26 @@ def start_supernode(args: argparse.Namespace) -> None:
         str(config["data"]), require_labels=True, blank=args.blank, uncertain=args.uncertain
     )
     say(f"{config['data']}: {len(table)} reports, labels {list(table.label_space)}")
-    _exec(
-        supernode_command(
-            superlink=args.superlink,
-            node_config=config,
-            port=args.port,
-            root_certificates=ca,
-            key=key,
-            insecure=args.insecure,
-        ),
-        {**_flower_env(), **SUPERNODE_ENV},
+    cmd = supernode_command(
+        superlink=args.superlink,
+        node_config=config,
+        port=args.port,
+        root_certificates=ca,
+        key=key,
+        insecure=args.insecure,
     )
+    say("$ " + " ".join(cmd))
+    status, tail = supervise(cmd, {**_flower_env(), **SUPERNODE_ENV})
+    if status in (0, -signal.SIGTERM, -signal.SIGINT):
+        return
+    if KEY_REFUSED in tail and key is not None:
+        public = key.with_suffix(".pub")
+        raise RunFailedError(
+            f"the server at {args.superlink} did not accept this node's key {key}: ask its "
+            f"operator to run `reportfed federation register {public.name} --name NAME` "
+            "with this hospital's public key"
+        )
+    raise RunFailedError(f"the node stopped with exit status {status} (its log is above)")
 
 
 def node_config(args: argparse.Namespace) -> dict[str, schema.Scalar]:
@@ -225,6 +238,17 @@ def cmd_run(args: argparse.Namespace) -> None:
             f"{sorted(last.get('rejected', {}))}, failed {sorted(last.get('failed', {}))}"
         )
         say(f"{len(history)} rounds in {sum(e['seconds'] for e in history):.1f} s")
+        for name, lost in _lost_nodes(out / MODEL_FILE).items():
+            untrained = lost["labels-untrained"]
+            say(
+                f"reportfed: warning: node {name!r} was lost from round {lost['since-round']} "
+                f"({lost['reason']})"
+                + (
+                    f"; no other node holds {untrained}: their rows stopped learning"
+                    if untrained
+                    else ""
+                )
+            )
         if "evaluation" in last:
             evaluation = last["evaluation"]
             say(f"macro AUROC on the nodes' held-out rows: {evaluation['macro-auroc']:.4f}")
@@ -239,6 +263,13 @@ def cmd_run(args: argparse.Namespace) -> None:
                     "--val-fraction"
                 )
     say(f"global model: {out / MODEL_FILE}")
+
+
+def _lost_nodes(model: Path) -> dict[str, dict[str, Any]]:
+    """The nodes a federation lost, as its model's provenance records them."""
+    from reportfed.text.model_file import read_model
+
+    return dict(read_model(model).provenance.get("federation", {}).get("lost", {}))
 
 
 def cmd_import(args: argparse.Namespace) -> None:

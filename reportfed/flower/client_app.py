@@ -20,16 +20,20 @@ normalisation layers) live in the node's ``context.state``.
 from __future__ import annotations
 
 from dataclasses import replace
+from logging import ERROR
 from typing import Any
 
-from flwr.app import Array, ArrayRecord, ConfigRecord, Context, Message, MetricRecord
+from flwr.app import Array, ArrayRecord, ConfigRecord, Context, Error, Message, MetricRecord
 from flwr.app.message_type import MessageType
 from flwr.clientapp import ClientApp
 from flwr.clientapp.mod import fixedclipping_mod
+from flwr.common.constant import ErrorCode
+from flwr.supercore import log
 from flwr.supercore.differential_privacy import KEY_CLIPPING_NORM
 
 from reportfed.core import schema
 from reportfed.core.config import NodeSettings
+from reportfed.core.errors import ReportfedError
 from reportfed.core.node import NodeAlgorithm
 from reportfed.flower import secure
 from reportfed.flower.modalities import hyperparameters
@@ -80,7 +84,20 @@ def optional_clipping(msg: Message, context: Context, call_next: Any) -> Message
     return call_next(msg, context)
 
 
-app = ClientApp(mods=[optional_clipping, secure.secure_mod])
+def failing_in_one_line(msg: Message, context: Context, call_next: Any) -> Message:
+    """A node that cannot answer for a reason of its own (its table gone or unreadable, another
+    embedder) logs one line and answers the message with that reason, which the server's round
+    line, history and model provenance name; other exceptions stay Flower's, with a traceback."""
+    try:
+        return call_next(msg, context)
+    except ReportfedError as exc:
+        log(ERROR, "this node cannot answer %s: %s", msg.metadata.message_type, exc)
+        return Message(
+            Error(code=ErrorCode.CLIENT_APP_RAISED_EXCEPTION, reason=str(exc)), reply_to=msg
+        )
+
+
+app = ClientApp(mods=[failing_in_one_line, optional_clipping, secure.secure_mod])
 
 
 @app.query()

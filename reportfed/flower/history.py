@@ -85,6 +85,26 @@ class RunHistory:
         parts.append(f"{moved / 1e6:.2f} MB moved")
         return ", ".join(parts)
 
+    def lost(self, labels: dict[str, list[str]]) -> dict[str, dict[str, Any]]:
+        """The nodes that joined (``labels``: each node's labels) but sent no accepted update in
+        the last round: since which round they have not, why (the last round's reason), and
+        the labels no node still answering holds (rows the model stopped learning then)."""
+        if not self.entries:
+            return {}
+        last = self.entries[-1]
+        missing = {**last["failed"], **last["rejected"]}
+        held = {label for name in last["accepted"] for label in labels.get(name, [])}
+        out: dict[str, dict[str, Any]] = {}
+        for name, why in missing.items():
+            since = last["round"]
+            for entry in reversed(self.entries[:-1]):
+                if name in entry["accepted"]:
+                    break
+                since = entry["round"]
+            alone = [label for label in labels.get(name, []) if label not in held]
+            out[name] = {"since-round": since, "reason": why, "labels-untrained": alone}
+        return out
+
     def _attach(self, round_: int, key: str, value: Any) -> None:
         for entry in self.entries:
             if entry["round"] == round_:

@@ -11,13 +11,18 @@ only when asked.
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import datetime as dt
+import io
 import ipaddress
 import json
 import os
 import signal
 import socket
 import subprocess
+import sys
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -302,10 +307,45 @@ def check_node_key(path: Path) -> list[str]:
     return []
 
 
+def registered_names(env: Mapping[str, str]) -> dict[str, int]:
+    """The names of the nodes registered at the SuperLink of ``env``'s ``FLWR_HOME`` connection
+    (:func:`write_flwr_config`), with their node ids, from Flower's Control API (``flwr supernode
+    ls`` lists the same nodes, without their names)."""
+    from flwr.cli.flower_config import read_superlink_connection
+    from flwr.cli.utils import init_http_client_from_connection
+    from flwr.proto.control_pb2 import ListNodesRequest
+
+    previous = os.environ.get("FLWR_HOME")
+    os.environ["FLWR_HOME"] = env["FLWR_HOME"]
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):  # "Using SuperLink: ..."
+            connection = read_superlink_connection(SUPERLINK_NAME)
+        client = init_http_client_from_connection(connection)
+        try:
+            nodes = client.ListNodes(ListNodesRequest()).nodes_info
+        finally:
+            client.close()
+    except Exception as exc:  # Flower raises click, gRPC and HTTP errors alike
+        raise ReportfedError(f"cannot list the server's registered nodes: {exc}") from None
+    finally:
+        if previous is None:
+            os.environ.pop("FLWR_HOME", None)
+        else:
+            os.environ["FLWR_HOME"] = previous
+    return {n.name: int(n.node_id) for n in nodes if n.name and n.status != "unregistered"}
+
+
 def register_node(public_key: Path, name: str, env: Mapping[str, str]) -> int:
     """Register a hospital's public key at the SuperLink named in ``env``'s ``FLWR_HOME``
     (:func:`write_flwr_config`); returns the node id Flower gives it (``ReportfedError`` with
-    Flower's reason when it refuses)."""
+    Flower's reason when it refuses). A name another registered node has is refused: the
+    SuperLink keeps names but would register a second node under one."""
+    taken = registered_names(env)
+    if name in taken:
+        raise ReportfedError(
+            f"a node named {name!r} is already registered (node {taken[name]}): give this "
+            "hospital another --name"
+        )
     done = subprocess.run(
         _register_command(public_key, name), env=dict(env), capture_output=True, text=True
     )
@@ -319,6 +359,54 @@ def register_node(public_key: Path, name: str, env: Mapping[str, str]) -> int:
         reason = " ".join(line for line in reason.splitlines() if not line.startswith("Using "))
         raise ReportfedError(f"the server did not register {public_key}: {reason}")
     return int(answer["node-id"])
+
+
+def supervise(cmd: Sequence[str], env: Mapping[str, str], *, keep: int = 40) -> tuple[int, str]:
+    """Run ``cmd`` in a process group of its own, its output passed through to stderr, until it
+    ends: a SIGINT or SIGTERM to this process stops the whole group (Flower's processes and the
+    children they start), and so does this process ending. Returns the exit status and the last
+    ``keep`` lines of output, for the caller to say why it ended."""
+    proc = subprocess.Popen(
+        list(cmd),
+        env=dict(env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        errors="replace",
+        start_new_session=True,
+    )
+
+    def stop(signum: int, _frame: object) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+
+    tail: collections.deque[str] = collections.deque(maxlen=keep)
+
+    def relay() -> None:  # until every process of the group has closed the output
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            sys.stderr.write(line)
+            sys.stderr.flush()
+            tail.append(line)
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    relaying = threading.Thread(target=relay, daemon=True)
+    relaying.start()
+    try:
+        status = proc.wait()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)  # what is left of the group: Flower's children
+        proc.wait()
+        relaying.join(timeout=10)
+    return status, "".join(tail)
+
+
+#: what a SuperNode prints when the SuperLink refuses to activate it: a key it never registered
+#: (Flower's FLEET_NODE_ACTIVATION_FAILED; a network failure reads otherwise)
+KEY_REFUSED = "Failed to activate SuperNode"
 
 
 def check_port_free(host: str, port: int, hint: str) -> None:

@@ -84,6 +84,9 @@ def _save(
                 "nodes": {m.name: list(m.labels) for m in registry.members.values()},
                 "node_settings": {m.name: m.settings for m in registry.members.values()},
                 "excluded": {str(k): v for k, v in registry.excluded.items()},
+                "lost": strategy.history.lost(
+                    {m.name: list(m.labels) for m in registry.members.values()}
+                ),
             },
         },
     )
