@@ -82,7 +82,29 @@ def embedding_backends() -> str:
     return "\n".join(lines)
 
 
+def many_reports() -> str:
+    """Wall time and peak memory of ``reportfed label`` by the table's rows."""
+    found = _load("many_reports")
+    lines = [
+        f"Measured on {_machine(found)}, MIMIC-style stand-in reports made from IU sentences, "
+        "warm embedding cache (`python benchmarks/many_reports.py"
+        + (f" --before <checkout of {found['before']}>" if found.get("before") else "")
+        + "`):",
+        "",
+        "| code | reports | input (MB) | output (MB) | wall time (s) | reports/s | peak RSS (MB) |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for row in found["rows"]:
+        code = "this" if row["code"] == "this" else f"before ({found['before']})"
+        lines.append(
+            f"| {code} | {row['rows']:,} | {row['input_mb']:,.0f} | {row['output_mb']:,.0f} | "
+            f"{row['wall_s']:,.1f} | {row['reports_per_s']:,.0f} | {row['peak_rss_mb']:,.0f} |"
+        )
+    return "\n".join(lines)
+
+
 RENDERERS: dict[str, Callable[[], str]] = {
+    "many_reports": many_reports,
     "long_report": long_report,
     "embedding_backends": embedding_backends,
 }
