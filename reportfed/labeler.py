@@ -48,6 +48,7 @@ from reportfed.text.states import (
     NO_FINDING,
     chexpert_states,
     consistent_proba,
+    readable,
     report_mentions,
 )
 
@@ -74,12 +75,14 @@ class _Reading:
 
 @dataclass(frozen=True)
 class Annotation:
-    """What :meth:`ReportLabeler.annotate` gives: calibrated ``proba``, ``states`` and (when
-    asked for) the ``evidence`` table."""
+    """What :meth:`ReportLabeler.annotate` gives: calibrated ``proba``, ``states``, (when
+    asked for) the ``evidence`` table, and the positions of the reports the labeler cannot read
+    (``unreadable``: only section headers, or another language; no state, not No Finding)."""
 
     proba: np.ndarray
     states: np.ndarray
     evidence: pd.DataFrame | None
+    unreadable: list[int]
 
 
 class ReportLabeler(BaseEstimator):
@@ -470,11 +473,16 @@ class ReportLabeler(BaseEstimator):
         if len(ids) != len(texts):
             raise ReportfedError(f"{len(ids)} ids for {len(texts)} reports")
         names = list(self.classes_)
-        probas, states, rows = [], [], []
+        probas, states, rows, unreadable = [], [], [], []
         for r in self._read(texts):
             proba, state = self._proba_states(r)
             probas.append(proba)
             states.append(state)
+            unreadable += [
+                r.start + i
+                for i, (text, found) in enumerate(zip(r.texts, r.mentions, strict=True))
+                if not readable(text, found)
+            ]
             if not evidence:
                 continue
             top = decisive_sentences(self.state_, r.x, self.federation) if r.x.ndim == 3 else None
@@ -503,6 +511,7 @@ class ReportLabeler(BaseEstimator):
             self._stack(probas),
             self._stack(states),
             pd.DataFrame(rows, columns=list(EVIDENCE_COLUMNS)) if evidence else None,
+            unreadable,
         )
 
     def _stack(self, chunks: list[np.ndarray]) -> np.ndarray:

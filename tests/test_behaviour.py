@@ -190,3 +190,32 @@ def test_states_never_contradict_their_probability(
     assert not ((read.states == 0) & (read.proba > 0.5)).any()
     model = read.evidence[read.evidence["source"].isin(["model", "rule"])]
     assert len(model) and (model.loc[model["state"] == 1, "probability"] >= 0.5).all()
+
+
+def test_a_report_with_nothing_to_read_gets_no_state(
+    default_labeler: ReportLabeler, tmp_path, capsys, monkeypatch, embeddings_cache
+) -> None:  # type: ignore[no-untyped-def]
+    """Headers alone, and a report in another language, are not called No Finding: they get no
+    state, and ``reportfed label`` names them in one warning."""
+    from reportfed.cli import main
+
+    texts = [
+        "FINDINGS:\n\nIMPRESSION:",
+        "Derrame pleural derecho moderado. No hay neumotórax.",
+        "Heart size is normal. The lungs are clear.",
+    ]
+    read = default_labeler.annotate(texts, evidence=False)
+    assert read.unreadable == [0, 1]
+    assert np.isnan(read.states[:2]).all()
+    assert read.states[2, list(default_labeler.classes_).index("No Finding")] == 1
+    reports, model = tmp_path / "r.csv", default_labeler.save(tmp_path / "m.safetensors")
+    pd.DataFrame({"id": ["h", "es", "en"], "Reports": texts}).to_csv(reports, index=False)
+    monkeypatch.setenv("REPORTFED_EMBEDDINGS_CACHE", str(embeddings_cache))
+    argv = ["label", "--reports", str(reports), "--model", str(model)]
+    assert main([*argv, "--out", str(tmp_path / "out.csv")]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-2] == (
+        "reportfed: warning: 2 report(s) say nothing the labeler can read (only section "
+        "headers, or not English), so they have no state (ids h, es)"
+    )
+    assert err[-1].startswith("labelled 3 reports in ")

@@ -41,6 +41,7 @@ def cmd_label(args: argparse.Namespace) -> None:
     names = list(labeler.classes_)
     written = dict(paths)
     start = time.perf_counter()
+    unreadable: list[str] = []
     with (
         StagedTables(list(written.values())) as staged,
         tqdm(total=usable, desc="labelling", unit="report", leave=False) as bar,
@@ -65,7 +66,14 @@ def cmd_label(args: argparse.Namespace) -> None:
                 staged.append(written["--probabilities"], frame(read.proba))
             if read.evidence is not None:
                 staged.append(written["--evidence"], read.evidence)
+            unreadable += [chunk.ids[i] for i in read.unreadable]
             bar.update(len(chunk))
+    if unreadable:
+        shown = ", ".join(unreadable[:10]) + (", ..." if len(unreadable) > 10 else "")
+        say(
+            f"reportfed: warning: {len(unreadable)} report(s) say nothing the labeler can read "
+            f"(only section headers, or not English), so they have no state (ids {shown})"
+        )
     say(
         f"labelled {usable} reports in {time.perf_counter() - start:.2f} s -> {out}"
         " (1 positive, 0 negated, -1 uncertain, blank not mentioned)"

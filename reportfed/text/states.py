@@ -26,17 +26,20 @@ with the labelling threshold alone, and 0.83% of unmentioned findings called pos
 1.15%). A label without a lexicon (a custom label) has two states:
 1.0 at ``p >= t``, else 0.0. **No Finding** follows the CheXpert labeler's rule: 1.0 when no other
 finding except Support Devices is 1.0 or -1.0, else blank; its probability is at least 0.5 where
-it is 1.
+it is 1. A report the labeler cannot read (:func:`readable`: only section headers, or another
+language) is not called No Finding.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import numpy as np
 
 from reportfed.core.errors import ConfigError
 from reportfed.text.assertion import Mention, decisive_mentions, has_lexicon
+from reportfed.text.sentences import findings_sentences
 
 NO_FINDING = "No Finding"
 #: findings that do not rule out "No Finding"
@@ -44,6 +47,25 @@ NOT_DISEASE = frozenset({"Support Devices", NO_FINDING})
 _STATE = {"affirmed": 1.0, "uncertain": -1.0, "negated": 0.0}
 #: the least probability at which a finding the text does not mention is called positive
 UNMENTIONED_FLOOR = 0.5
+
+
+#: common words of English radiology prose: a report with none of them in its findings and no
+#: mention says nothing the labeler can read (only section headers, or another language)
+_ENGLISH = re.compile(
+    r"\b(the|is|are|was|were|of|and|with|without|there|normal|clear|unremarkable|stable|"
+    r"unchanged|seen|noted|identified|acute|active|disease|abnormal\w*|process|findings?|"
+    r"cardiopulmonary|changes?|degenerative|size|silhouette|lungs?|heart|chest|evidence)\b",
+    re.IGNORECASE,
+)
+
+
+def readable(text: str, mentions: dict[str, Mention | None]) -> bool:
+    """Whether the labeler can read ``text``: it names a finding (``mentions``, as
+    :func:`report_mentions` gives them) or one of its findings sentences is English prose. A
+    report it cannot read gets no state at all, not No Finding."""
+    return any(m is not None for m in mentions.values()) or any(
+        _ENGLISH.search(s) for s in findings_sentences(text)
+    )
 
 
 def report_mentions(texts: Sequence[str], labels: Sequence[str]) -> list[dict[str, Mention | None]]:
@@ -85,7 +107,8 @@ def chexpert_states(
     if NO_FINDING in labels:
         disease = [c for c, name in enumerate(labels) if name not in NOT_DISEASE]
         findings = np.isin(out[:, disease], (1.0, -1.0)).any(axis=1)
-        out[:, list(labels).index(NO_FINDING)] = np.where(findings, np.nan, 1.0)
+        unread = np.array([not readable(t, m) for t, m in zip(texts, mentions, strict=True)])
+        out[:, list(labels).index(NO_FINDING)] = np.where(findings | unread, np.nan, 1.0)
     return out
 
 
