@@ -194,6 +194,13 @@ def test_python_blocks_run_in_order(
     namespace: dict[str, object] = {"__name__": "readme"}
     for block in PYTHON:
         exec(compile(block.code, block.id, "exec"), namespace)  # a failure names README.md:LINE
+    # labelling on a Dask cluster gives one process's states (docs/labels.md)
+    labeler, unlabelled = namespace["report_labeler"], namespace["unlabelled"]
+    one_process = labeler.predict_states(unlabelled["Reports"].tolist())  # type: ignore[attr-defined,index]
+    pd.testing.assert_frame_equal(
+        namespace["dask_states"],  # type: ignore[arg-type]
+        pd.DataFrame(one_process, columns=list(labeler.classes_)),  # type: ignore[attr-defined]
+    )
     out = namespace["out"]
     sources = set(out.source.to_numpy().ravel())  # type: ignore[attr-defined]
     assert {"fused", "report", "image"} <= sources
