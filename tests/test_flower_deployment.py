@@ -21,9 +21,11 @@ from reportfed.flower.launch import (
     generate_certificates,
     generate_node_keys,
 )
+from reportfed.flower.report_page import REPORT_FILE
 from reportfed.flower.server_app import HISTORY_FILE, MODEL_FILE
 from reportfed.labeler import ReportLabeler
 
+from .browser import render
 from .flower_nodes import UNION, assert_same, engine_state, write_node_tables
 
 RUN = {"reports.hidden": "32,16", "reports.seed": 0, "evaluate-every": 0, "min-nodes": 3,
@@ -153,6 +155,11 @@ def test_a_node_whose_table_disappears_is_named_lost_with_its_labels(
         }
     }
     assert "this node cannot answer train" in node_log and "Traceback" not in node_log
+    # the run report, in a real browser: plots drawn, b named lost, no console message
+    dom, console = render(out / REPORT_FILE, tmp_path / "report.png")
+    assert console == []
+    assert dom.count("<svg") == 3 and dom.count("<polyline") >= 1
+    assert "lost from round 2" in dom and "no such file" in dom
 
 
 def test_a_taken_name_and_an_unregistered_key_are_refused_in_one_line(

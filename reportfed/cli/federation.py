@@ -203,6 +203,7 @@ def cmd_run(args: argparse.Namespace) -> None:
         wait_for_server,
         write_flwr_config,
     )
+    from reportfed.flower.report_page import REPORT_FILE
     from reportfed.flower.server_app import FAILURE_FILE, HISTORY_FILE, MODEL_FILE
     from reportfed.flower.strategy import RELIABLE_ROWS, SECURE_MIN_NODES
 
@@ -262,6 +263,7 @@ def cmd_run(args: argparse.Namespace) -> None:
                     f"(< {RELIABLE_ROWS}): unreliable; give the nodes more rows or a larger "
                     "--val-fraction"
                 )
+    say(f"run report (open in a browser): {out / REPORT_FILE}")
     say(f"global model: {out / MODEL_FILE}")
 
 

@@ -38,6 +38,7 @@ from reportfed.core.node import Modality
 from reportfed.flower.exchange import Traffic, run_on_grid
 from reportfed.flower.history import RunHistory
 from reportfed.flower.modalities import hyperparameters
+from reportfed.flower.report_page import REPORT_FILE, write_report
 from reportfed.flower.run_checks import check_run
 from reportfed.flower.secure_round import SecureAggregation
 from reportfed.flower.strategy import SurgicalAggregation
@@ -92,6 +93,7 @@ def _save(
     )
     write_model(out / MODEL_FILE, model)
     strategy.history.save(out / HISTORY_FILE)
+    write_report(out / REPORT_FILE, strategy.history.entries, model.provenance)
 
 
 def _resume(out: Path) -> tuple[GlobalState, int, str, RunHistory] | None:

@@ -1,0 +1,35 @@
+"""A real browser for the pages reportfed writes: Debian's ``chromium``, headless."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+
+def chromium() -> str:
+    """The chromium executable (the test skips where it is not installed: ``apt-get install
+    chromium``; CI installs it)."""
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found is None:
+        pytest.skip("chromium is not installed")
+    return found
+
+
+def _run(page: Path, *flags: str) -> subprocess.CompletedProcess[str]:
+    command = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+               "--enable-logging=stderr", "--v=0", *flags, page.resolve().as_uri()]  # fmt: skip
+    return subprocess.run(command, capture_output=True, text=True, timeout=120)
+
+
+def render(page: Path, screenshot: Path) -> tuple[str, list[str]]:
+    """Load ``page``: its DOM after rendering, and the browser's console messages; a PNG
+    screenshot of it is saved to ``screenshot``."""
+    shot = _run(page, f"--screenshot={screenshot}", "--window-size=1100,2600")
+    assert screenshot.is_file() and screenshot.stat().st_size > 10_000, shot.stderr[-2000:]
+    dom = _run(page, "--dump-dom")
+    console = [line for line in shot.stderr.splitlines() + dom.stderr.splitlines()
+               if ":CONSOLE" in line]  # fmt: skip
+    return dom.stdout, console
