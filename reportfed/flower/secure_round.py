@@ -25,7 +25,7 @@ from typing import Any, cast
 import numpy as np
 from flwr.app import ArrayRecord, ConfigRecord, Context, Message, MetricRecord, RecordDict
 from flwr.common import FitIns, FitRes, Parameters, parameters_to_ndarrays
-from flwr.server import ClientManager
+from flwr.server import ClientManager, SimpleClientManager
 from flwr.server.client_proxy import ClientProxy
 from flwr.server.compat.grid_client_proxy import GridClientProxy
 from flwr.server.compat.legacy_context import LegacyContext
@@ -172,7 +172,11 @@ class SecureAggregation:
         if len(messages) < 2:  # SecAgg+ needs two nodes; fewer leave the model unchanged
             return legacy
         base = Context(run_id=0, node_id=0, node_config={}, state=RecordDict(), run_config={})
-        context = LegacyContext(base, strategy=legacy)
+        # the round's nodes, so that the workflow's "sampled N clients (out of M)" counts them
+        nodes = SimpleClientManager()
+        for node_id in legacy.instructions:
+            nodes.register(GridClientProxy(node_id, self.grid, 0))
+        context = LegacyContext(base, strategy=legacy, client_manager=nodes)
         context.state.config_records[MAIN_CONFIGS_RECORD] = ConfigRecord(
             {WorkflowKey.CURRENT_ROUND: server_round}
         )
