@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -13,6 +14,9 @@ import pandas as pd
 from reportfed.cli.options import add_embedder_options, add_text_column, check_outputs, say
 from reportfed.core.errors import ReportfedError
 from reportfed.core.files import StagedTables
+
+if TYPE_CHECKING:
+    from reportfed.data.table import ReportTable
 
 
 def cmd_label(args: argparse.Namespace) -> None:
@@ -41,7 +45,7 @@ def cmd_label(args: argparse.Namespace) -> None:
     names = list(labeler.classes_)
     written = dict(paths)
     start = time.perf_counter()
-    unreadable: list[str] = []
+    unread, unreadable = 0, list[str]()  # how many reports cannot be read; the first ten ids
     with (
         StagedTables(list(written.values())) as staged,
         tqdm(total=usable, desc="labelling", unit="report", leave=False) as bar,
@@ -53,31 +57,31 @@ def cmd_label(args: argparse.Namespace) -> None:
                     f"the model has a label named {clash[0]!r}, an output column name"
                 )
             read = labeler.annotate(chunk.texts, chunk.ids, evidence="--evidence" in extra)
-            ids = {chunk.id_column: chunk.ids} if chunk.id_column else {}
-
-            def frame(
-                values: np.ndarray, ids: dict = ids, texts: list = chunk.texts
-            ) -> pd.DataFrame:
-                columns = dict(zip(names, values.T, strict=True))
-                return pd.DataFrame({**ids, "Reports": texts, **columns})
-
-            staged.append(written["--out"], frame(read.states))
+            staged.append(written["--out"], _table(chunk, names, read.states))
             if "--probabilities" in extra:
-                staged.append(written["--probabilities"], frame(read.proba))
+                staged.append(written["--probabilities"], _table(chunk, names, read.proba))
             if read.evidence is not None:
                 staged.append(written["--evidence"], read.evidence)
-            unreadable += [chunk.ids[i] for i in read.unreadable]
+            unread += len(read.unreadable)
+            unreadable += [chunk.ids[i] for i in read.unreadable][: 10 - len(unreadable)]
             bar.update(len(chunk))
-    if unreadable:
-        shown = ", ".join(unreadable[:10]) + (", ..." if len(unreadable) > 10 else "")
+    if unread:
+        shown = ", ".join(unreadable) + (", ..." if unread > len(unreadable) else "")
         say(
-            f"reportfed: warning: {len(unreadable)} report(s) say nothing the labeler can read "
+            f"reportfed: warning: {unread} report(s) say nothing the labeler can read "
             f"(only section headers, or not English), so they have no state (ids {shown})"
         )
     say(
         f"labelled {usable} reports in {time.perf_counter() - start:.2f} s -> {out}"
         " (1 positive, 0 negated, -1 uncertain, blank not mentioned)"
     )
+
+
+def _table(chunk: ReportTable, names: list[str], values: np.ndarray) -> pd.DataFrame:
+    """One chunk's rows of an output table: its ids (where the input has them), the reports and
+    one column per label."""
+    ids = {chunk.id_column: chunk.ids} if chunk.id_column else {}
+    return pd.DataFrame({**ids, "Reports": chunk.texts, **dict(zip(names, values.T, strict=True))})
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
