@@ -105,9 +105,8 @@ class StagedTables:
     error, removes them all and replaces no file. A million rows go through in flat memory."""
 
     def __init__(self, paths: Sequence[str | Path]) -> None:
-        self._paths = [Path(p) for p in paths]
-        self._targets = [check_writable(p) for p in self._paths]
-        for path in self._paths:
+        self._targets = {Path(p): check_writable(p) for p in paths}  # path -> file written
+        for path in self._targets:
             table_format(path)
         self._writers: dict[Path, _TableWriter] = {}
         self._empty: dict[Path, pd.DataFrame] = {}
@@ -119,14 +118,14 @@ class StagedTables:
         """Add ``frame``'s rows to the table bound for ``path`` (its columns as the first
         chunk's; the first chunk also gives the header)."""
         path = Path(path)
-        if path not in self._paths:
+        if path not in self._targets:
             raise ValueError(f"{path} is not one of this staging's paths")
         if frame.empty and path in self._writers:
             return
         if frame.empty:  # its columns give the header if no row ever comes
             self._empty[path] = frame
             return
-        target = self._target(path)
+        target = self._targets[path]
         try:
             if path not in self._writers:
                 self._writers[path] = _TableWriter(path, _temporary(target))
@@ -134,23 +133,20 @@ class StagedTables:
         except OSError as exc:
             raise OutputFileError(f"{target}: cannot write ({exc.strerror or exc})") from None
 
-    def _target(self, path: Path) -> Path:
-        return self._targets[self._paths.index(path)]
-
     def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
         try:
             if kind is None:
                 for path, frame in self._empty.items():
                     if path not in self._writers:
-                        self._writers[path] = _TableWriter(path, _temporary(self._target(path)))
+                        self._writers[path] = _TableWriter(path, _temporary(self._targets[path]))
                         self._writers[path].append(frame)
             for writer in self._writers.values():
                 writer.close()
-            missing = [path for path in self._paths if path not in self._writers]
+            missing = [path for path in self._targets if path not in self._writers]
             if kind is None and missing:
                 raise OutputFileError(f"{missing[0]}: no table was written")
             if kind is None:
-                for path, target in zip(self._paths, self._targets, strict=True):
+                for path, target in self._targets.items():
                     tmp = self._writers[path].tmp
                     _give_mode(tmp, target)
                     os.replace(tmp, target)
