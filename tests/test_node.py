@@ -79,7 +79,7 @@ def test_a_node_setting_declared_once_is_a_flag_a_node_config_key_and_a_handshak
 
     import reportfed.cli.federation as commands
     from reportfed.cli import build_parser
-    from reportfed.flower import client_app
+    from reportfed.flower import node_service
     from reportfed.flower.wire import description_records, read_description
     from reportfed.reports.node import Node, ReportAlgorithm
 
@@ -90,7 +90,7 @@ def test_a_node_setting_declared_once_is_a_flag_a_node_config_key_and_a_handshak
         frozen=True,
     )
     monkeypatch.setattr(commands, "NodeSettings", extended)
-    monkeypatch.setattr(client_app, "NodeSettings", extended)
+    monkeypatch.setattr(node_service, "NodeSettings", extended)
 
     argv = ["federation", "node", "--superlink", "h:1", "--insecure", "--data", "a.csv"]
     args = build_parser().parse_args([*argv, "--contrast", "2.5"])
@@ -99,7 +99,7 @@ def test_a_node_setting_declared_once_is_a_flag_a_node_config_key_and_a_handshak
     assert config["contrast"] == 2.5 and config["data"] == str(Path("a.csv").resolve())
 
     context = Context(run_id=1, node_id=1, node_config=config, state=RecordDict(), run_config={})
-    settings = client_app.node_settings(context)
+    settings = node_service.node_settings(dict(context.node_config), dict(context.run_config))
     assert settings.contrast == 2.5  # type: ignore[attr-defined]
 
     # the handshake carries the node's public settings (no paths on its disk)

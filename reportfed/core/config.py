@@ -142,6 +142,12 @@ class NodeSettings(SiteSettings):
         "", "image nodes: directory relative image paths start from", private=True
     )
     layout: str = setting("table", "image nodes: table, nih or mimic")
+    warm: bool = setting(
+        False,
+        "answer messages from one warm process that keeps torch imported and the node's data "
+        "loaded, not from a fresh process per message",
+        private=True,
+    )
 
 
 #: The paper's settings where the product's defaults differ (Shah et al.: 20 rounds of one local

@@ -15,11 +15,14 @@ update, so a round is one exchange; under secure aggregation, Flower's SecAgg+ s
 of which trains and masks the node's change, :mod:`reportfed.flower.secure`), ``evaluate`` (the same evaluation alone, for the final
 model). Only weights and metrics leave the node; weights that stay on it between rounds (FedBN's
 normalisation layers) live in the node's ``context.state``.
+
+The handlers translate Flower's messages to and from :mod:`reportfed.flower.node_service`, which
+answers them in this process or, with the node setting ``warm``, in the node's warm process
+(:mod:`reportfed.flower.warm`): this module imports neither torch nor scikit-learn.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
 from logging import ERROR
 from typing import Any
 
@@ -32,11 +35,10 @@ from flwr.supercore import log
 from flwr.supercore.differential_privacy import KEY_CLIPPING_NORM
 
 from reportfed.core import schema
-from reportfed.core.config import NodeSettings
+from reportfed.core.aggregation import GlobalState
 from reportfed.core.errors import ReportfedError
-from reportfed.core.node import NodeAlgorithm
 from reportfed.flower import secure
-from reportfed.flower.modalities import hyperparameters
+from reportfed.flower.node_service import Answer, Request, answer
 from reportfed.flower.wire import (
     ARRAYS,
     META,
@@ -51,29 +53,22 @@ from reportfed.flower.wire import (
 LOCAL = "local"  #: ``context.state`` key of the weights that stay on the node
 
 
-def node_settings(context: Context) -> NodeSettings:
-    """The node's settings from its node config (and, under the simulation engine, its table
-    from the run config's ``partitions``)."""
-    settings = schema.decode(NodeSettings, context.node_config)
-    partitions = [p for p in str(context.run_config.get("partitions", "")).split(",") if p]
-    if not settings.data and "partition-id" in context.node_config and partitions:
-        settings = replace(settings, data=partitions[int(context.node_config["partition-id"])])
-    return settings
-
-
-def algorithm(context: Context, message: Any = None) -> NodeAlgorithm:
-    """This node's algorithm under the hyperparameters of ``message`` (a ConfigRecord; else the
-    modality's table of the run config), with the weights it keeps between rounds restored."""
-    run = dict(context.run_config)
-    kind, config = hyperparameters(run, message)
-    settings = node_settings(context)
-    if settings.lr:  # this node's own learning rate
-        config = replace(config, lr=settings.lr)
-    node = kind.node(settings, config, run)
-    if LOCAL in context.state.array_records:
-        own = context.state.array_records[LOCAL]
-        node.restore({k: own[k].numpy() for k in own})
-    return node
+def ask(kind: str, context: Context, meta: Any = None, state: GlobalState | None = None) -> Answer:
+    """This node's answer to a ``kind`` message carrying ``meta`` and ``state``; the weights it
+    keeps between rounds go in and come back through ``context.state``."""
+    kept = context.state.array_records.get(LOCAL)
+    request = Request(
+        kind,
+        dict(context.node_config),
+        dict(context.run_config),
+        dict(meta or {}),
+        state,
+        {k: kept[k].numpy() for k in kept} if kept is not None else {},
+    )
+    found = answer(request)
+    if found.local:
+        context.state[LOCAL] = ArrayRecord({k: Array(v) for k, v in found.local.items()})
+    return found
 
 
 def optional_clipping(msg: Message, context: Context, call_next: Any) -> Message:
@@ -103,7 +98,9 @@ app = ClientApp(mods=[failing_in_one_line, optional_clipping, secure.secure_mod]
 @app.query()
 def query(msg: Message, context: Context) -> Message:
     """Describe this node: name, labels, fingerprint, input dimension, rows, table settings."""
-    return reply(msg, description_records(algorithm(context).describe()))
+    found = ask("query", context)
+    assert found.description is not None
+    return reply(msg, description_records(found.description))
 
 
 @app.train()
@@ -112,17 +109,12 @@ def train(msg: Message, context: Context) -> Message:
     aggregation, from the instructions SecAgg+ forwards, and back to it to be masked)."""
     masked = secure.carries_instructions(msg)
     state, meta = secure.unpack(msg) if masked else unpack(msg)
-    node = algorithm(context, meta)
-    evaluation = evaluation_records(node.evaluate(state)) if meta.get("evaluate") else {}
-    update, metrics = node.train(
-        state,
-        int(meta["round"]) - 1,  # type: ignore[arg-type]
-        int(meta["node-index"]),  # type: ignore[arg-type]
-    )
-    local = node.local_arrays()
-    if local:
-        context.state[LOCAL] = ArrayRecord({k: Array(v) for k, v in local.items()})
-    scores = {("train-" if k == "loss" else "") + schema.dashed(k): v for k, v in metrics.items()}
+    found = ask("train", context, meta, state)
+    update = found.update
+    assert update is not None
+    scores = {
+        ("train-" if k == "loss" else "") + schema.dashed(k): v for k, v in found.metrics.items()
+    }
     if masked:
         return Message(secure.masked_input(update, state, meta, scores), reply_to=msg)
     return reply(
@@ -131,7 +123,7 @@ def train(msg: Message, context: Context) -> Message:
             ARRAYS: to_record(update.shared, update.task),
             META: ConfigRecord({"labels": list(update.labels)}),
             METRICS: MetricRecord({"num-examples": update.num_examples, **scores}),
-            **evaluation,
+            **evaluation_records(found.evaluation),
         },
     )
 
@@ -141,4 +133,4 @@ def evaluate(msg: Message, context: Context) -> Message:
     """Per-label AUROC, F1 threshold and calibration of the received rows on the held-out
     rows."""
     state, meta = unpack(msg)
-    return reply(msg, evaluation_records(algorithm(context, meta).evaluate(state)))
+    return reply(msg, evaluation_records(ask("evaluate", context, meta, state).evaluation))

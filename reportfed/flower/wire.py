@@ -13,8 +13,7 @@ from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MetricRecord, Re
 from reportfed.core import schema
 from reportfed.core.aggregation import Arrays, GlobalState, flatten, unflatten
 from reportfed.core.labels import LabelSpace
-from reportfed.core.metrics import auroc, f1_thresholds
-from reportfed.core.node import Description, Evaluation
+from reportfed.core.node import Description
 
 ARRAYS = "arrays"  #: RecordDict key of the ArrayRecord
 META = "meta"  #: RecordDict key of the ConfigRecord (labels, node name, fingerprint, settings)
@@ -88,27 +87,10 @@ def read_description(content: RecordDict) -> Description:
     )
 
 
-def evaluation_records(evaluation: Evaluation) -> dict[str, Any]:
-    """A node's evaluation: per-label annotated rows, AUROC and F1 threshold of the global
-    model's probabilities on its held-out labels and, where fitted, its calibration (coefficients
-    and which labels were fitted, :func:`reportfed.text.calibration.fit_calibration`)."""
-    labels, y, p, calibration = (
-        evaluation.labels,
-        evaluation.y,
-        evaluation.p,
-        evaluation.calibration,
-    )
-    n = (~np.isnan(y)).sum(axis=0) if len(y) else np.zeros(len(labels), dtype=int)
-    aucs = auroc(y, p) if len(y) else np.full(len(labels), np.nan)
-    thresholds = f1_thresholds(y, p) if len(y) else np.full(len(labels), 0.5)
-    metrics: dict[str, Any] = {
-        "num-examples": len(y),
-        "n": [int(v) for v in n],
-        "auroc": [float(v) for v in aucs],
-        "threshold": [float(v) for v in thresholds],
-    }
-    if calibration is not None:
-        coef, fitted = calibration
-        metrics["calibration"] = [float(v) for v in coef.ravel()]
-        metrics["calibrated"] = [int(v) for v in fitted]
+def evaluation_records(evaluation: tuple[list[str], dict[str, Any]] | None) -> dict[str, Any]:
+    """The records of a node's evaluation: the labels it evaluated and their metrics
+    (:func:`reportfed.flower.node_service.evaluation_metrics`); none when it made none."""
+    if evaluation is None:
+        return {}
+    labels, metrics = evaluation
     return {EVALUATED: ConfigRecord({"labels": labels}), EVALUATION: MetricRecord(metrics)}

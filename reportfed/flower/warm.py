@@ -1,0 +1,162 @@
+"""A node's warm process: one process beside a SuperNode that answers its messages
+(:class:`~reportfed.flower.node_service.NodeService`) with torch imported and the node's data
+loaded once, so that a round costs its computation.
+
+Flower 1.41's SuperExec starts a fresh ClientApp process for every message; its warm executor
+pools serve only Kubernetes and the agent, connector and model apps, not ClientApps. So the
+ClientApp of a node with the ``warm`` setting (``reportfed federation node`` sets it) stays a
+thin process that imports Flower and numpy, and forwards each message here:
+
+* the first message starts the warm process (``python -m reportfed.flower.warm``) in the
+  SuperNode's process group, so that stopping the node stops it too; it also exits when that
+  group's leader is gone or after :data:`IDLE_S` seconds without a message;
+* requests travel over a Unix socket in a directory only this user can open, and the two sides
+  authenticate with a random key (``multiprocessing.connection``'s HMAC handshake);
+* an error of the node's own (:class:`~reportfed.core.errors.ReportfedError`: its table gone or
+  unreadable) comes back as that error; anything else as the warm process's traceback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import secrets
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from collections.abc import Iterator
+from multiprocessing import AuthenticationError
+from multiprocessing.connection import Client, Connection, Listener
+from pathlib import Path
+
+from reportfed.core.errors import ReportfedError
+from reportfed.flower.node_service import Answer, NodeService, Request
+
+#: seconds without a message after which a warm process exits
+IDLE_S = 3600.0
+#: seconds a ClientApp waits for a warm process it started to accept connections (it reads and
+#: embeds the node's table first only when the first request asks it to: this is its start)
+READY_S = 120.0
+
+
+def _place(node_config: dict[str, object]) -> Path:
+    """Where the warm process of this node config in this process group keeps its socket and
+    key (``.sock``, ``.key``, ``.lock`` beside this stem): a new SuperNode gets a new process."""
+    root = Path(tempfile.gettempdir()) / f"reportfed-{os.getuid()}"
+    root.mkdir(mode=0o700, exist_ok=True)
+    info = root.stat()
+    if info.st_uid != os.getuid() or info.st_mode & 0o077:
+        raise ReportfedError(f"{root}: must be a directory only this user can open (mode 700)")
+    config = json.dumps(sorted(node_config.items()), default=str).encode()
+    return root / f"node-{os.getpgrp()}-{hashlib.sha256(config).hexdigest()[:16]}"
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``path`` (one ClientApp starts the warm process, not two)."""
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+
+
+def _connect(place: Path, key: bytes) -> Connection | None:
+    try:
+        return Client(str(place.with_suffix(".sock")), family="AF_UNIX", authkey=key)
+    except (FileNotFoundError, ConnectionRefusedError):
+        return None
+
+
+def _start(place: Path) -> Connection:
+    """Start the warm process of ``place`` and connect to it once it listens."""
+    key = secrets.token_bytes(32)
+    key_file = place.with_suffix(".key")
+    key_file.unlink(missing_ok=True)
+    descriptor = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "wb") as handle:
+        handle.write(key)
+    place.with_suffix(".sock").unlink(missing_ok=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "reportfed.flower.warm", str(place)], stdin=subprocess.DEVNULL
+    )
+    deadline = time.monotonic() + READY_S
+    while (conn := _connect(place, key)) is None:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the node's warm process exited with status {proc.returncode}")
+        if time.monotonic() > deadline:
+            proc.kill()
+            raise RuntimeError(f"the node's warm process did not start in {READY_S:g} s")
+        time.sleep(0.05)
+    return conn
+
+
+def answer(request: Request) -> Answer:
+    """``request`` answered by this node's warm process, started first if none runs."""
+    place = _place(request.node_config)
+    with _locked(place.with_suffix(".lock")):
+        key_file = place.with_suffix(".key")
+        conn = _connect(place, key_file.read_bytes()) if key_file.is_file() else None
+        if conn is None:
+            conn = _start(place)
+    with conn:
+        conn.send(request)
+        ok, own, value = conn.recv()
+    if ok:
+        return value
+    if own:
+        raise ReportfedError(value)
+    raise RuntimeError(f"the node's warm process failed:\n{value}")
+
+
+def _leader_alive(group: int) -> bool:
+    try:
+        os.kill(group, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
+
+
+def serve(place: Path) -> None:
+    """Answer requests on ``place``'s socket until the process group's leader is gone or no
+    request came for :data:`IDLE_S` seconds."""
+    key = place.with_suffix(".key").read_bytes()
+    sock = place.with_suffix(".sock")
+    listener = Listener(str(sock), family="AF_UNIX", authkey=key)
+    service = NodeService()
+    group = os.getpgrp()
+    last = [time.monotonic()]
+
+    def watch() -> None:
+        while _leader_alive(group) and time.monotonic() - last[0] < IDLE_S:
+            time.sleep(2.0)
+        sock.unlink(missing_ok=True)
+        os._exit(0)
+
+    threading.Thread(target=watch, daemon=True).start()
+    while True:
+        try:
+            conn = listener.accept()
+        except (OSError, EOFError, AuthenticationError):  # a client without the key
+            continue
+        with conn:
+            try:
+                request = conn.recv()
+                reply: tuple[bool, bool, object] = (True, False, service.answer(request))
+            except ReportfedError as exc:
+                reply = (False, True, str(exc))
+            except Exception:  # the ClientApp raises it, as Flower's ClientApp errors are
+                reply = (False, False, traceback.format_exc())
+            with contextlib.suppress(OSError):
+                conn.send(reply)
+        last[0] = time.monotonic()
+
+
+if __name__ == "__main__":
+    serve(Path(sys.argv[1]))
