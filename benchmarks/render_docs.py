@@ -103,7 +103,70 @@ def many_reports() -> str:
     return "\n".join(lines)
 
 
+def flower_engines() -> str:
+    """Seconds per round of each engine, before and after, and what secure aggregation costs."""
+    found = _load("flower_engines")
+    rows = {(r["engine"], r["nodes"]): r for r in found["rows"]}
+    lines = [
+        f"Measured on {_machine(found)} (`python benchmarks/flower_engines.py --skip simulation "
+        "--before DIR`, one invocation; before: the Flower processes run the checkout in DIR, a "
+        "fresh process per message):",
+        "",
+        "| nodes, rounds | engine | per round (s) | before (s) | wall (s) | largest weight difference to in-process |",
+        "| --- | --- | ---: | ---: | ---: | ---: |",
+    ]
+    for (engine, k), row in rows.items():
+        if engine.endswith("(before)"):
+            continue
+        before = rows.get((f"{engine} (before)", k))
+        was = f"{before['round_s']:.2f}" if before else ""
+        lines.append(
+            f"| K={k}, {row['rounds']} | {engine} | **{row['round_s']:.2f}** | {was} | "
+            f"{row['wall_s']:.1f} | {row['diff']:.1e} |"
+        )
+    plain, secure = rows[("deployment", 3)], rows[("deployment-secure", 3)]
+    mb = 1e6
+    lines += [
+        "",
+        f"At K=3 a secure round takes {secure['round_s'] / plain['round_s']:.2f}x a plain one; "
+        f"a node sends {secure['up_bytes'] / mb:.2f} MB a round against "
+        f"{plain['up_bytes'] / mb:.2f} MB and receives {secure['down_bytes'] / mb:.2f} MB "
+        f"against {plain['down_bytes'] / mb:.2f} MB. After {secure['rounds']} rounds the secure "
+        f"and the plain model's label probabilities on the held-out IU reports differ by at "
+        f"most {secure['proba_diff']:.1e}.",
+    ]
+    return "\n".join(lines)
+
+
+def flower_round() -> str:
+    """Seconds of each phase of a node's messages, per way of answering them."""
+    found = _load("flower_round")
+    ways = {
+        "before": "before: a fresh process",
+        "after": "a fresh process",
+        "after_warm": "the warm process",
+    }
+    lines = [
+        f"Measured on {_machine(found)} (`python benchmarks/flower_round.py --before DIR`, "
+        f"median of {found['repeats']} fresh processes per message, one node):",
+        "",
+        "| message | answered in | start (s) | Flower's imports (s) | reportfed's imports (s) | the message (s) | total (s) |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for message in found["after"]:
+        for way, name in ways.items():
+            if way in found:
+                t = found[way][message]
+                lines.append(
+                    f"| {message} | {name} | {t['start']:.2f} | {t['flower']:.2f} | "
+                    f"{t['reportfed']:.2f} | {t['message']:.2f} | **{t['total']:.2f}** |"
+                )
+    return "\n".join(lines)
+
+
 RENDERERS: dict[str, Callable[[], str]] = {
+    "flower_engines": flower_engines,
+    "flower_round": flower_round,
     "many_reports": many_reports,
     "long_report": long_report,
     "embedding_backends": embedding_backends,

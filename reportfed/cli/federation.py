@@ -122,6 +122,27 @@ def start_superlink(args: argparse.Namespace) -> None:
     )
 
 
+def _embed_once(texts: list[str], config: dict[str, schema.Scalar]) -> None:
+    """Embed the node's reports into its cache now, with its embedder at the run's default
+    granularity, so that the run's first message reads vectors instead of computing them (a
+    run with another embedder or granularity embeds on its first message)."""
+    from reportfed.embed import make_embedder
+    from reportfed.embed.granularity import embed_reports
+
+    run = RunSettings()
+    embedder = make_embedder(
+        str(config["embedder"]) or run.embedder, base_url=str(config["base-url"]) or None
+    )
+    say(f"embedding the reports once into {config['cache-dir']}")
+    embed_reports(
+        texts,
+        embedder=embedder,
+        granularity=run.granularity,
+        cache_dir=str(config["cache-dir"]),
+        progress=True,
+    )
+
+
 def start_supernode(args: argparse.Namespace) -> None:
     from reportfed.data.table import read_reports
     from reportfed.flower.launch import (
@@ -147,6 +168,7 @@ def start_supernode(args: argparse.Namespace) -> None:
         str(config["data"]), require_labels=True, blank=args.blank, uncertain=args.uncertain
     )
     say(f"{config['data']}: {len(table)} reports, labels {list(table.label_space)}")
+    _embed_once(table.texts, config)
     cmd = supernode_command(
         superlink=args.superlink,
         node_config=config,

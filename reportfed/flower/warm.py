@@ -123,12 +123,24 @@ def _leader_alive(group: int) -> bool:
     return True
 
 
+def _warm_up() -> None:
+    """Import what a round needs before the first message (torch, the torch._dynamo that
+    torch's optimizers import on first use, scikit-learn's metrics and logistic regression), so
+    that the first round costs what the later ones do; the handshake waits for it instead."""
+    import sklearn.linear_model
+    import sklearn.metrics  # noqa: F401
+    import torch
+
+    torch.optim.Adam([torch.zeros(1, requires_grad=True)])
+
+
 def serve(place: Path) -> None:
     """Answer requests on ``place``'s socket until the process group's leader is gone or no
     request came for :data:`IDLE_S` seconds."""
     key = place.with_suffix(".key").read_bytes()
     sock = place.with_suffix(".sock")
     listener = Listener(str(sock), family="AF_UNIX", authkey=key)
+    _warm_up()  # a ClientApp that connects meanwhile waits for the key handshake
     service = NodeService()
     group = os.getpgrp()
     last = [time.monotonic()]
