@@ -24,8 +24,8 @@ from reportfed import __version__
 from reportfed.core.aggregation import GlobalState, node_arrays
 from reportfed.core.config import FederationConfig, Granularity, check_fraction
 from reportfed.core.errors import ConfigError, ModelFileError, ReportfedError, ReportfedWarning
-from reportfed.core.labels import LabelSpace, warn_if_all_positive
-from reportfed.core.metrics import f1_thresholds
+from reportfed.core.labels import LabelSpace, warn_if_all_positive, warn_if_too_few
+from reportfed.core.metrics import f1_thresholds, label_metrics
 from reportfed.core.paths import embeddings_cache_dir
 from reportfed.core.schema import architecture, architecture_fields
 from reportfed.data.partition import holdout
@@ -243,6 +243,7 @@ class ReportLabeler(BaseEstimator):
                 f"x comes from {fingerprint}, but templates are embedded with this labeler's "
                 f"embedder ({self._embedder().fingerprint}): set the config's templates=False"
             )
+        warn_if_too_few(y, labels)
         splits = holdout(site, self.val_fraction, np.random.default_rng(config.seed))
         fed_nodes, val_rows, val_y = [], [], []
         for name, (val, fit) in splits.items():
@@ -275,16 +276,19 @@ class ReportLabeler(BaseEstimator):
             },
         )
         vrows = np.concatenate(val_rows)
+        held_out: dict[str, dict[str, float | int | None]] = {}
         if len(vrows):
             truth = np.concatenate(val_y)[:, labels.indices(kept)]
             scores = self.predict_scores_embeddings(x[vrows])
             self.thresholds_ = f1_thresholds(truth, scores)
+            held_out = _held_out(truth, scores, self.thresholds_, kept)
             if texts is not None:
                 val_texts = [texts[i] for i in vrows]
                 found = report_mentions(val_texts, list(kept))
                 features = calibration_features(scores, found, list(kept))
                 self.calibration_ = fit_calibration(features, truth)[0]
         self.provenance_["val_rows"] = len(vrows)
+        self.provenance_["held_out"] = held_out
         _warn_if_untrained(result.history[-1]["loss"], self.thresholds_, kept, config)
         return self
 
@@ -626,6 +630,26 @@ def _chance_loss(config: FederationConfig) -> float:
     label's negatives/positives: the weights of a label's entries average to at most 2), plus
     ``distill`` x ln 2 for the soft targets."""
     return math.log(2) * ((2 if config.balance else 1) + config.distill)
+
+
+def _held_out(
+    y: np.ndarray, scores: np.ndarray, thresholds: np.ndarray, labels: LabelSpace
+) -> dict[str, dict[str, float | int | None]]:
+    """Per label, what the held-out rows say of a fitted model: annotated rows, positives,
+    AUROC, and F1 at the threshold chosen on these same rows (optimistic; None where a label
+    has one class only)."""
+    quality = label_metrics(y, scores, thresholds=thresholds)
+    known = ~np.isnan(y)
+    out: dict[str, dict[str, float | int | None]] = {}
+    for c, name in enumerate(labels):
+        auc, f1 = float(quality["auroc"][c]), float(quality["leakfree_f1"][c])
+        out[name] = {
+            "rows": int(known[:, c].sum()),
+            "positives": int((y[known[:, c], c] == 1).sum()),
+            "auroc": None if np.isnan(auc) else round(auc, 4),
+            "f1": None if np.isnan(f1) else round(f1, 4),
+        }
+    return out
 
 
 def _warn_if_untrained(

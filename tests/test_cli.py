@@ -44,9 +44,13 @@ def node_tables(tmp_path, iu_embedded):  # type: ignore[no-untyped-def]
 def test_corpus_iu_writes_table_and_counts(tmp_path, capsys, iu_archive) -> None:
     assert main(["corpus", "iu", "--out", str(tmp_path / "iu.csv")]) == 0
     frame = pd.read_csv(tmp_path / "iu.csv")
-    assert len(frame) == 3927 and list(frame.columns[-14:]) == list(CHEXPERT_14)
+    # the 95 reports IU never indexed have no labels: left out, not written as blank cells
+    # that --blank negative would train as negatives
+    assert len(frame) == 3927 - 95 and list(frame.columns[-14:]) == list(CHEXPERT_14)
+    assert frame[list(CHEXPERT_14)].notna().any(axis=1).all()
     err = capsys.readouterr().err
-    assert "wrote 3927 IU reports" in err and "Cardiomegaly" in err
+    assert "wrote 3832 IU reports" in err and "left out the 95 that IU never indexed" in err
+    assert "Cardiomegaly" in err
 
 
 def test_embed_prints_throughput_of_new_texts_only(tmp_path, capsys, env) -> None:
@@ -89,7 +93,15 @@ def test_train_from_node_tables_then_label_headerless_input(tmp_path, capsys, en
     )
     summary = json.loads(metrics.read_text())
     assert summary["labels"] == ["Cardiomegaly", "Atelectasis", "Pleural Effusion"]
-    assert "warning" not in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "warning" not in err
+    # the held-out quality, printed and stored
+    assert "held-out rows" in err and "AUROC" in err
+    held_out = summary["held_out"]
+    assert list(held_out) == summary["labels"]
+    for q in held_out.values():
+        assert q["rows"] > 0 and 0 < q["positives"] < q["rows"] and 0.5 < q["auroc"] <= 1
+        assert f"{q['auroc']:.3f}" in err
     out = tmp_path / "labeled.csv"
     sample = tmp_path / "headerless.csv"  # the CheXpert labeler's input: one report per row
     sample.write_text(
@@ -122,6 +134,20 @@ def test_train_from_node_tables_then_label_headerless_input(tmp_path, capsys, en
     assert labeled.loc[2, "Atelectasis"] == -1.0 and np.isnan(labeled.loc[0, "Atelectasis"])
     probs = pd.read_csv(tmp_path / "p.csv")
     assert probs.iloc[:, 1:].to_numpy().max() <= 1.0
+
+
+def test_tiny_sites_are_warned_about_with_their_counts(tmp_path, capsys, env) -> None:
+    """Two sites of four reports, every one labelled Edema 1: no negative to learn from."""
+    texts = ["Mild pulmonary edema.", "No acute disease.", "Heart size normal.", "Clear lungs."]
+    for name in ("a", "b"):
+        pd.DataFrame({"Reports": texts, "Edema": [1.0] * 4}).to_csv(
+            tmp_path / f"{name}.csv", index=False
+        )
+    out = ["--out", str(tmp_path / "m.safetensors"), "--metrics", str(tmp_path / "m.json")]
+    nodes = ["--node", str(tmp_path / "a.csv"), "--node", str(tmp_path / "b.csv")]
+    assert main(["train", *nodes, "--rounds", "1", *out]) == 0
+    err = capsys.readouterr().err
+    assert "'Edema' has 8 positive and 0 negative annotated rows" in err
 
 
 def test_a_learning_rate_that_wrecks_training_is_warned_about(tmp_path, capsys, env) -> None:

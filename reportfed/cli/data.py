@@ -37,6 +37,9 @@ def cmd_corpus(args: argparse.Namespace) -> None:
     check_outputs([], tables=[("--out", Path(args.out))])
     frame = load_iu_frame(args.archive, granuloma_as_lesion=args.granuloma_as_lesion)
     frame = frame[frame["text"] != ""]
+    indexed = frame[list(CHEXPERT_14)].notna().any(axis=1)
+    unindexed = int((~indexed).sum())  # MeSH "No Indexing": no label, not "every label 0"
+    frame = frame[indexed]
     if args.sample is not None:
         if not 1 <= args.sample <= len(frame):
             raise ReportfedError(f"--sample must be in [1, {len(frame)}], got {args.sample}")
@@ -53,7 +56,8 @@ def cmd_corpus(args: argparse.Namespace) -> None:
     out = pd.concat([out, frame[labels]], axis=1)
     atomic_write(args.out, table_data(out, args.out))
     say(
-        f"wrote {len(out)} IU reports to {args.out}\n"
+        f"wrote {len(out)} IU reports to {args.out} (left out the {unindexed} that IU never "
+        "indexed, MeSH 'No Indexing': they have no labels)\n"
         + label_counts(labels, out[labels].to_numpy(float))
     )
 

@@ -62,7 +62,25 @@ def cmd_train(args: argparse.Namespace) -> None:
             )
         )
     labeler.fit_tables(tables)
-    save_labeler(labeler, args.out, args.metrics, {"nodes": labeler.provenance_["nodes"]})
+    held_out = labeler.provenance_.get("held_out", {})
+    if held_out:
+        say(held_out_table(held_out))
+    summary = {"nodes": labeler.provenance_["nodes"], "held_out": held_out}
+    save_labeler(labeler, args.out, args.metrics, summary)
+
+
+def held_out_table(held_out: dict[str, dict[str, Any]]) -> str:
+    """The per-label quality on the held-out rows, as lines for the terminal."""
+    width = max(len(name) for name in held_out)
+    lines = [
+        "held-out rows (--val-fraction of each table; F1 at the threshold chosen on them):",
+        f"  {'label':<{width}}  rows  positives  AUROC     F1",
+    ]
+    for name, q in held_out.items():
+        auc = "-" if q["auroc"] is None else f"{q['auroc']:.3f}"
+        f1 = "-" if q["f1"] is None else f"{q['f1']:.3f}"
+        lines.append(f"  {name:<{width}}  {q['rows']:>4}  {q['positives']:>9}  {auc:>5}  {f1:>5}")
+    return "\n".join(lines)
 
 
 def training_labeler(
