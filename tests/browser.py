@@ -18,18 +18,20 @@ def chromium() -> str:
     return found
 
 
-def _run(page: Path, *flags: str) -> subprocess.CompletedProcess[str]:
+def _run(page: Path, *flags: str, fragment: str = "") -> subprocess.CompletedProcess[str]:
+    address = page.resolve().as_uri() + (f"#{fragment}" if fragment else "")
     command = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-               "--enable-logging=stderr", "--v=0", *flags, page.resolve().as_uri()]  # fmt: skip
+               "--disable-background-networking", "--enable-logging=stderr", "--v=0", *flags,
+               address]  # fmt: skip
     return subprocess.run(command, capture_output=True, text=True, timeout=120)
 
 
-def render(page: Path, screenshot: Path) -> tuple[str, list[str]]:
-    """Load ``page``: its DOM after rendering, and the browser's console messages; a PNG
-    screenshot of it is saved to ``screenshot``."""
-    shot = _run(page, f"--screenshot={screenshot}", "--window-size=1100,2600")
+def render(page: Path, screenshot: Path, fragment: str = "") -> tuple[str, list[str]]:
+    """Load ``page`` (at ``#fragment``, where given): its DOM after rendering, and the browser's
+    console messages; a PNG screenshot of it is saved to ``screenshot``."""
+    shot = _run(page, f"--screenshot={screenshot}", "--window-size=1100,2600", fragment=fragment)
     assert screenshot.is_file() and screenshot.stat().st_size > 10_000, shot.stderr[-2000:]
-    dom = _run(page, "--dump-dom")
+    dom = _run(page, "--dump-dom", fragment=fragment)
     console = [line for line in shot.stderr.splitlines() + dom.stderr.splitlines()
                if ":CONSOLE" in line]  # fmt: skip
     return dom.stdout, console

@@ -14,6 +14,7 @@ import pandas as pd
 from reportfed.cli.options import add_embedder_options, add_text_column, check_outputs, say
 from reportfed.core.errors import ReportfedError
 from reportfed.core.files import StagedTables
+from reportfed.review import REVIEW_LIMIT, ReviewPage
 
 if TYPE_CHECKING:
     from reportfed.data.table import ReportTable
@@ -30,7 +31,8 @@ def cmd_label(args: argparse.Namespace) -> None:
     extra = {flag: Path(value) for flag, value in
              (("--probabilities", args.probabilities), ("--evidence", args.evidence)) if value}  # fmt: skip
     paths = [("--out", out), *extra.items()]
-    check_outputs([], tables=paths, inputs=[("--reports", Path(args.reports))])
+    review = [("--review", Path(args.review))] if args.review else []
+    check_outputs(review, tables=paths, inputs=[("--reports", Path(args.reports))])
     usable, skipped = count_reports(args.reports, text_column=args.text_column)
     if skipped:
         say(
@@ -44,6 +46,7 @@ def cmd_label(args: argparse.Namespace) -> None:
     )
     names = list(labeler.classes_)
     written = dict(paths)
+    page = ReviewPage(names) if args.review else None
     start = time.perf_counter()
     unread, unreadable = 0, list[str]()  # how many reports cannot be read; the first ten ids
     with (
@@ -56,15 +59,21 @@ def cmd_label(args: argparse.Namespace) -> None:
                 raise ReportfedError(
                     f"the model has a label named {clash[0]!r}, an output column name"
                 )
-            read = labeler.annotate(chunk.texts, chunk.ids, evidence="--evidence" in extra)
+            read = labeler.annotate(
+                chunk.texts, chunk.ids, evidence="--evidence" in extra or page is not None
+            )
             staged.append(written["--out"], _table(chunk, names, read.states))
             if "--probabilities" in extra:
                 staged.append(written["--probabilities"], _table(chunk, names, read.proba))
-            if read.evidence is not None:
+            if "--evidence" in extra and read.evidence is not None:
                 staged.append(written["--evidence"], read.evidence)
+            if page is not None and read.evidence is not None:
+                page.add(chunk.ids, chunk.texts, read.evidence)
             unread += len(read.unreadable)
             unreadable += [chunk.ids[i] for i in read.unreadable][: 10 - len(unreadable)]
             bar.update(len(chunk))
+        if page is not None:  # inside: a page that cannot be written leaves no table either
+            page.write(args.review)
     if unread:
         shown = ", ".join(unreadable) + (", ..." if unread > len(unreadable) else "")
         say(
@@ -75,6 +84,8 @@ def cmd_label(args: argparse.Namespace) -> None:
         f"labelled {usable} reports in {time.perf_counter() - start:.2f} s -> {out}"
         " (1 positive, 0 negated, -1 uncertain, blank not mentioned)"
     )
+    if page is not None:
+        say(f"review page: {args.review} ({len(page.reports):,} reports; open it in a browser)")
 
 
 def _table(chunk: ReportTable, names: list[str], values: np.ndarray) -> pd.DataFrame:
@@ -111,6 +122,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="also write why: a row per report and non-blank label (id, label, state, "
         "probability, sentence, cue, source: text | model | rule)",
+    )
+    p.add_argument(
+        "--review",
+        default=None,
+        help="also write a review page here (HTML, self-contained): each report with the "
+        "sentences behind its states highlighted, filters by label, state and source "
+        f"(the first {REVIEW_LIMIT:,} reports)",
     )
     add_embedder_options(p, choose=False)
     p.set_defaults(func=cmd_label)

@@ -1,0 +1,97 @@
+"""``reportfed label --review``: the page a radiologist checks labels on, loaded in a real browser
+(Debian's chromium, headless) for the example reports and for 10,000 IU reports; its filters are
+driven through the page's address, as a bookmarked view would be."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from reportfed.cli import main
+
+from .browser import render
+from .conftest import ROOT
+
+EXAMPLES = ROOT / "examples" / "reports.csv"
+
+
+@pytest.fixture
+def labelling(iu_embedded, embeddings_cache, monkeypatch):  # type: ignore[no-untyped-def]
+    """The default model, built over the test session's embedding cache."""
+    monkeypatch.setenv("REPORTFED_EMBEDDINGS_CACHE", str(embeddings_cache))
+    return iu_embedded
+
+
+def _shown(dom: str) -> list[str]:
+    """The ids of the reports the page shows, in order."""
+    return re.findall(r'<article data-id="([^"]+)"', dom)
+
+
+@pytest.mark.slow
+def test_the_review_page_of_the_example_reports_and_its_filters(
+    labelling, tmp_path, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "examples").mkdir()
+    shutil.copy(EXAMPLES, tmp_path / "examples")
+    monkeypatch.chdir(tmp_path)
+    # docs/labels.md's command, as written
+    assert main(["label", "--reports", "examples/reports.csv", "--review", "review.html"]) == 0
+    page = tmp_path / "review.html"
+
+    dom, console = render(page, tmp_path / "review.png")
+    assert console == []
+    assert _shown(dom) == ["r1", "r2", "r3", "r4", "r5", "r6"]
+    assert "page 1 of 1: 6 report(s) match" in dom
+    # r4: the hedge is underlined inside the marked sentence, and the state reads without colour
+    assert "<u>concerning for</u>" in dom and "? Pneumonia" in dom and "? -1 uncertain" in dom
+    # the counts table: Pneumothorax negated in r1 and r3
+    row = re.search(r"<tr><td>Pneumothorax</td>(.*?)</tr>", dom)
+    assert row is not None and re.findall(r"<td>(\d+)</td>", row.group(1)) == ["0", "2", "0", "0"]
+
+    dom, console = render(page, tmp_path / "uncertain.png", "label=Pneumonia&state=-1")
+    assert console == [] and _shown(dom) == ["r4"]
+    dom, _ = render(page, tmp_path / "rule.png", "source=rule")
+    assert _shown(dom) == ["r1", "r3"]  # No Finding, by its rule
+    dom, _ = render(page, tmp_path / "negated.png", "state=0&label=Cardiomegaly")
+    assert _shown(dom) == ["r1"]  # "heart size is normal"
+    # least confident first: No Finding's 0.5 of r1 and r3
+    dom, _ = render(page, tmp_path / "doubt.png", "order=doubt")
+    assert _shown(dom)[:2] == ["r1", "r3"] and sorted(_shown(dom)) == [f"r{i}" for i in range(1, 7)]
+
+
+@pytest.mark.slow
+def test_the_review_page_of_ten_thousand_reports_opens_a_page_at_a_time(
+    labelling, tmp_path
+) -> None:  # type: ignore[no-untyped-def]
+    table, _ = labelling
+    texts = (table.texts * (10_000 // len(table.texts) + 1))[:10_000]
+    reports = tmp_path / "reports.csv"
+    pd.DataFrame({"id": [f"iu{i}" for i in range(len(texts))], "Reports": texts}).to_csv(
+        reports, index=False
+    )
+    page = tmp_path / "review.html"
+    argv = ["label", "--reports", str(reports), "--out", str(tmp_path / "l.parquet")]
+    assert main([*argv, "--review", str(page)]) == 0
+
+    start = time.perf_counter()
+    dom, console = render(page, tmp_path / "review.png")
+    print(f"10,000 reports ({page.stat().st_size / 1e6:.1f} MB): loaded, rendered and "
+          f"screenshotted twice in {time.perf_counter() - start:.1f} s")  # fmt: skip
+    assert console == []
+    assert _shown(dom) == [f"iu{i}" for i in range(50)]
+    assert "page 1 of 200: 10000 report(s) match" in dom
+    dom, _ = render(page, tmp_path / "page3.png", "page=3")
+    assert _shown(dom) == [f"iu{i}" for i in range(100, 150)]
+    dom, _ = render(page, tmp_path / "model.png", "source=model&order=doubt")
+    shown = _shown(dom)
+    assert len(shown) == 50 and "report(s) match" in dom
+    # every report shown has a state the model alone decided
+    for report_id in shown[:5]:
+        card = dom.split(f'<article data-id="{report_id}"', 1)[1].split("</article>", 1)[0]
+        assert "<td>model</td>" in card
+    assert Path(page).stat().st_size < 60e6
