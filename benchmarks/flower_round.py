@@ -123,7 +123,7 @@ def child(setup: Path, name: str, launched: float, warm: bool) -> None:
     msg = inflate_object_from_contents(object_id, contents)
     assert isinstance(msg, Message)
     msg.metadata.__dict__["_message_id"] = object_id
-    node_config = {**given["node"], "warm": True} if warm else given["node"]
+    node_config = {**given["node"], "warm": warm}
     context = Context(
         run_id=1, node_id=1, node_config=node_config, state=RecordDict(), run_config=given["run"]
     )

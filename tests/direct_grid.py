@@ -50,10 +50,11 @@ class DirectGrid(Grid):
         self.replies: dict[str, Message] = {}
 
     def add_node(self, node_id: int, node_config: dict[str, Any]) -> None:
+        """A node whose ClientApp answers in this process (no warm process of its own)."""
         self.nodes[node_id] = Context(
             run_id=1,
             node_id=node_id,
-            node_config=node_config,
+            node_config={"warm": False, **node_config},
             state=RecordDict(),
             run_config=self.run_config,
         )

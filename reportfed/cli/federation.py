@@ -352,7 +352,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     tls(p, "root-certificates", "CA certificate that signed the server's certificate")
     p.add_argument("--key", default=None, help="this hospital's private key (`federation keys`)")
     schema.add_flags(p, NodeSettings, required=["data"])
-    p.set_defaults(func=start_supernode, warm=True)
+    p.set_defaults(func=start_supernode)
 
     p = cmds.add_parser("run", help="run federated training and wait for the global model")
     p.add_argument("--superlink", required=True, help="server address host:port")

@@ -143,7 +143,7 @@ class NodeSettings(SiteSettings):
     )
     layout: str = setting("table", "image nodes: table, nih or mimic")
     warm: bool = setting(
-        False,
+        True,
         "answer messages from one warm process that keeps torch imported and the node's data "
         "loaded, not from a fresh process per message",
         private=True,

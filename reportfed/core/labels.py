@@ -226,8 +226,8 @@ MIN_EXAMPLES = 5
 
 def warn_if_too_few(y: np.ndarray, labels: LabelSpace) -> None:
     """Warn, with the counts, for each label of ``y`` (all the sites' rows) with fewer than
-    :data:`MIN_EXAMPLES` positive or negative annotated rows: the model cannot learn it and
-    will call it on reports that never mention it (or never call it)."""
+    :data:`MIN_EXAMPLES` positive or negative annotated rows: the model cannot learn it from
+    reports, and may call it on reports that never mention it (or never call it)."""
     for c, name in enumerate(labels):
         known = y[~np.isnan(y[:, c]), c]
         positives = int((known == 1).sum())
@@ -235,8 +235,8 @@ def warn_if_too_few(y: np.ndarray, labels: LabelSpace) -> None:
         if positives < MIN_EXAMPLES or negatives < MIN_EXAMPLES:
             warnings.warn(
                 f"{name!r} has {positives} positive and {negatives} negative annotated rows in "
-                f"all the sites together, fewer than the {MIN_EXAMPLES} of each the model needs "
-                "to learn it: its labels will say little",
+                f"all the sites together: with fewer than {MIN_EXAMPLES} of each, its labels rest "
+                "on the template sentences alone and will say little",
                 ReportfedWarning,
                 stacklevel=3,
             )

@@ -530,16 +530,14 @@ class LoopbackFederation:
     def add_node(
         self, name: str, data: Path, key: NodeKeys | None = None, **node_config: Value
     ) -> None:
-        """Start a SuperNode reading ``data`` (more node config as keywords; a warm process
-        answers its messages unless ``warm=False``, as under ``reportfed federation node``). With
-        TLS it authenticates with ``key``; without one, a key is made and registered for it
-        first."""
+        """Start a SuperNode reading ``data`` (more node config as keywords). With TLS it
+        authenticates with ``key``; without one, a key is made and registered for it first."""
         if not self.insecure and key is None:
             key = self.register(name)
         cmd = supernode_command(
             superlink=self.address,
             port=free_port(),
-            node_config={"name": name, "data": str(data), "warm": True, **node_config},
+            node_config={"name": name, "data": str(data), **node_config},
             insecure=self.insecure,
             root_certificates=None if self.certificates is None else self.certificates.ca,
             key=None if key is None else key.private,

@@ -3,10 +3,11 @@ algorithm (:class:`~reportfed.core.node.NodeAlgorithm`) built from its node conf
 config and the hyperparameters a message carries, with its data read once and kept while its
 table is unchanged.
 
-The ClientApp (:mod:`reportfed.flower.client_app`) hands each message to :func:`answer`: in its
-own process, or, with the node setting ``warm``, in the node's warm process
-(:mod:`reportfed.flower.warm`), which keeps torch imported and the data loaded between messages.
-Both run the same :class:`NodeService`. This module imports neither torch nor scikit-learn: a
+The ClientApp (:mod:`reportfed.flower.client_app`) hands each message to :func:`answer`: in the
+node's warm process (the node setting ``warm``, on by default)
+(:mod:`reportfed.flower.warm`), which keeps torch imported and the data loaded between messages,
+or in its own process (``warm = false``, and the simulation engine). Both run the same
+:class:`NodeService`. This module imports neither torch nor scikit-learn: a
 ClientApp process that forwards to the warm process never loads them.
 """
 
@@ -155,8 +156,10 @@ IN_PROCESS = NodeService()
 
 def answer(request: Request) -> Answer:
     """``request`` answered in the node's warm process when its settings ask for one
-    (:mod:`reportfed.flower.warm`), else in this process."""
-    if schema.decode(NodeSettings, request.node_config).warm:
+    (:mod:`reportfed.flower.warm`; the default, but under the simulation engine, whose virtual
+    nodes, ``partition-id``, run in workers that stay warm), else in this process."""
+    simulated = "partition-id" in request.node_config
+    if schema.decode(NodeSettings, request.node_config).warm and not simulated:
         from reportfed.flower import warm
 
         return warm.answer(request)

@@ -4,8 +4,8 @@ loaded once, so that a round costs its computation.
 
 Flower 1.41's SuperExec starts a fresh ClientApp process for every message; its warm executor
 pools serve only Kubernetes and the agent, connector and model apps, not ClientApps. So the
-ClientApp of a node with the ``warm`` setting (``reportfed federation node`` sets it) stays a
-thin process that imports Flower and numpy, and forwards each message here:
+ClientApp of a node with the ``warm`` setting (the default of ``reportfed federation node`` and
+of a bare ``flower-supernode``) stays a thin process that imports Flower and numpy, and forwards each message here:
 
 * the first message starts the warm process (``python -m reportfed.flower.warm``) in the
   SuperNode's process group, so that stopping the node stops it too; it also exits when that
