@@ -55,7 +55,11 @@ def cmd_simulate(args: argparse.Namespace) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The parser of ``python -m experiments simulate``."""
-    p = Parser(prog="python -m experiments simulate", description=__doc__.splitlines()[0])
+    p = Parser(
+        prog="python -m experiments simulate",
+        description="train a labeler on simulated IU sites under the papers' protocol and write "
+        "it with its test metrics",
+    )
     p.add_argument("--archive", default=None, help="IU archive path (else resolved)")
     p.add_argument("--nodes", type=int, default=2, help="simulated sites")
     p.add_argument("--shared", type=int, default=0, help="labels every site has")

@@ -99,21 +99,30 @@ def cmd_embed(args: argparse.Namespace) -> None:
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     """Add ``corpus`` and ``embed`` to the ``reportfed`` parser."""
     p = sub.add_parser("corpus", help="build a reports + labels table from a corpus")
-    p.add_argument("name", choices=["iu"])
+    p.add_argument("name", choices=["iu"], help="the corpus: iu, the IU chest X-ray reports")
     p.add_argument("--out", required=True, help="output CSV or Parquet")
     p.add_argument("--archive", default=None, help="path to NLMCXR_reports.tgz (else resolved)")
     p.add_argument(
         "--granuloma-as-lesion", action="store_true", help="count granulomas as Lung Lesion"
     )
     p.add_argument(
-        "--sample", type=int, default=None, help="keep N reports drawn at random (a small site)"
+        "--sample",
+        type=int,
+        default=None,
+        help="keep N reports drawn at random, a small site (default: every report)",
     )
     p.add_argument("--seed", type=int, default=0, help="seed of --sample")
-    p.add_argument("--labels", default=None, help="comma-separated label columns to keep")
+    p.add_argument(
+        "--labels",
+        default=None,
+        help="comma-separated label columns to keep (default: the 14 CheXpert labels)",
+    )
     p.set_defaults(func=cmd_corpus)
 
     p = sub.add_parser("embed", help="embed a reports table into the cache, print throughput")
-    p.add_argument("--reports", required=True)
+    p.add_argument(
+        "--reports", required=True, help="CSV/Parquet with a text column, or headerless CSV"
+    )
     add_granularity(p)
     add_text_column(p)
     add_embedder_options(p)

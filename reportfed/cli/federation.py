@@ -321,7 +321,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
     p = cmds.add_parser("certs", help="create a CA and server certificate for a trial")
     p.add_argument("--out", required=True, help="directory for ca.crt, server.pem, server.key")
-    p.add_argument("--host", action="append", help="server host name or IP (repeatable)")
+    p.add_argument(
+        "--host",
+        action="append",
+        help="server host name or IP, repeatable (default: 127.0.0.1 and localhost)",
+    )
     p.set_defaults(func=cmd_certs)
 
     p = cmds.add_parser("server", help="start the server endpoint (Flower SuperLink)")
@@ -371,5 +375,5 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = cmds.add_parser("import", help="take labels from a global model without training")
     p.add_argument("--model", required=True, help="the federation's global model file")
     p.add_argument("--labels", default=None, help="comma-separated labels (default: all)")
-    p.add_argument("--out", required=True)
+    p.add_argument("--out", required=True, help="the model file written, holding only those labels")
     p.set_defaults(func=cmd_import)

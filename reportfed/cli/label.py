@@ -107,7 +107,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     add_text_column(p)
     p.add_argument(
-        "--model", default=None, help="model file; None: the default IU model, built on first use"
+        "--model",
+        default=None,
+        help="model file (default: the default IU model, built on first use)",
     )
     p.add_argument(
         "--out",

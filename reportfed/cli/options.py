@@ -101,7 +101,8 @@ def add_text_column(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--text-column",
         default=None,
-        help="the report column; None: the first of Reports, Report Impression, REPORT, report, text",
+        help="the report column (default: the first of Reports, Report Impression, REPORT, "
+        "report, text)",
     )
 
 
