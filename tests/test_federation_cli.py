@@ -111,7 +111,9 @@ def test_a_new_site_imports_labels_from_the_global_model(
     out = tmp_path / "mine.safetensors"
     args = ["federation", "import", "--model", str(tmp_path / "global.safetensors")]
     assert main([*args, "--labels", "Effusion, Cardiomegaly", "--out", str(out)]) == 0
-    assert "labels ['Pleural Effusion', 'Cardiomegaly'] (no training)" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "labels ['Pleural Effusion', 'Cardiomegaly'] (no training)" in err
+    assert "labels named as the model names them: Effusion -> Pleural Effusion" in err
     mine = ReportLabeler.load(out, progress=False)
     full = labeler.predict_scores_embeddings(x[600:700])
     cols = [list(labeler.classes_).index(c) for c in mine.classes_]

@@ -297,11 +297,20 @@ def _lost_nodes(model: Path) -> dict[str, dict[str, Any]]:
 
 
 def cmd_import(args: argparse.Namespace) -> None:
+    from reportfed.core.labels import canonical
     from reportfed.labeler import ReportLabeler
 
     labeler = ReportLabeler.load(args.model, progress=False)
     if args.labels:
-        labeler = labeler.select_labels([s.strip() for s in args.labels.split(",") if s.strip()])
+        asked = [s.strip() for s in args.labels.split(",") if s.strip()]
+        labeler = labeler.select_labels(asked)
+        renamed = [
+            f"{name} -> {canonical(name, allow_unknown=True)}"
+            for name in asked
+            if canonical(name, allow_unknown=True) != name
+        ]
+        if renamed:
+            say(f"labels named as the model names them: {', '.join(renamed)}")
     labeler.save(args.out)
     say(f"wrote {args.out} with labels {list(labeler.classes_)} (no training)")
 
