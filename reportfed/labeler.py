@@ -58,7 +58,9 @@ PREDICT_CHUNK = 2048
 #: report is scored apart from short ones instead of padding every one to its length
 PREDICT_SENTENCES = PREDICT_CHUNK * 64
 #: the columns of :meth:`ReportLabeler.predict_evidence` (and of ``reportfed label --evidence``)
-EVIDENCE_COLUMNS = ("id", "label", "state", "probability", "score", "sentence", "cue", "source")
+EVIDENCE_COLUMNS = (
+    "id", "row", "label", "state", "probability", "score", "sentence", "cue", "source"
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -460,14 +462,20 @@ class ReportLabeler(BaseEstimator):
         return evidence
 
     def annotate(
-        self, texts: Sequence[str], ids: Sequence[str] | None = None, *, evidence: bool = True
+        self,
+        texts: Sequence[str],
+        ids: Sequence[str] | None = None,
+        *,
+        evidence: bool = True,
+        first_row: int = 1,
     ) -> Annotation:
         """Probabilities, states and (with ``evidence``) evidence of ``texts`` in one pass: each
         report is embedded and read for mentions once.
 
         The evidence has one row per report and non-blank label, in report then label order,
         with columns :data:`EVIDENCE_COLUMNS`: the report's ``id`` (``ids``, else its
-        position), ``label``, ``state``, the calibrated ``probability``, the model's ``score``,
+        position), its ``row`` (its place among the reports, counted from ``first_row``: two
+        reports that share an id differ there), ``label``, ``state``, the calibrated ``probability``, the model's ``score``,
         the ``sentence`` that decided the state and the ``cue`` (negation or uncertainty words,
         the normal or abnormal word of an anatomy phrase; "" for a plain mention), and its
         ``source``: ``text`` (a mention decided), ``model`` (no mention; the model's score, its
@@ -504,6 +512,7 @@ class ReportLabeler(BaseEstimator):
                     rows.append(
                         (
                             ids[r.start + i],
+                            first_row + r.start + i,
                             name,
                             float(state[i, c]),
                             float(proba[i, c]),

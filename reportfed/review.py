@@ -39,15 +39,17 @@ class ReviewPage:
         self.reports: list[dict[str, object]] = []
         self.left_out = 0  #: reports beyond the limit
 
-    def add(self, ids: Sequence[str], texts: Sequence[str], evidence: pd.DataFrame) -> None:
+    def add(
+        self, ids: Sequence[str], texts: Sequence[str], evidence: pd.DataFrame, first_row: int
+    ) -> None:
         """Add a chunk of reports and their evidence (:meth:`ReportLabeler.annotate`'s table,
-        its ``id`` column naming the chunk's reports)."""
+        whose ``row`` column counts the chunk's reports from ``first_row``)."""
         room = max(REVIEW_LIMIT - len(self.reports), 0)
         self.left_out += max(len(ids) - room, 0)
         index = {name: c for c, name in enumerate(self.labels)}
-        rows: dict[str, list[list[object]]] = {}
+        rows: dict[int, list[list[object]]] = {}
         for r in evidence.itertuples(index=False):
-            rows.setdefault(str(r.id), []).append(
+            rows.setdefault(int(r.row), []).append(
                 [
                     index[r.label],
                     float(r.state),
@@ -57,10 +59,9 @@ class ReviewPage:
                     r.cue or "",
                 ]
             )
-        for report_id, text in list(zip(ids, texts, strict=True))[:room]:
-            self.reports.append(
-                {"id": str(report_id), "text": text, "labels": rows.pop(str(report_id), [])}
-            )
+        for k, (report_id, text) in enumerate(list(zip(ids, texts, strict=True))[:room]):
+            found = rows.get(first_row + k, [])
+            self.reports.append({"id": str(report_id), "text": text, "labels": found})
 
     def write(self, path: str | Path) -> Path:
         """Write the page to ``path``, atomically."""

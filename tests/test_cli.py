@@ -136,6 +136,21 @@ def test_train_from_node_tables_then_label_headerless_input(tmp_path, capsys, en
     assert probs.iloc[:, 1:].to_numpy().max() <= 1.0
 
 
+def test_reports_that_share_an_id_are_warned_about_and_told_apart(tmp_path, capsys, env) -> None:
+    reports = tmp_path / "r.csv"
+    texts = ["Moderate cardiomegaly.", "No pneumothorax.", "Small left pleural effusion."]
+    pd.DataFrame({"id": ["a", "b", "a"], "Reports": texts}).to_csv(reports, index=False)
+    evidence = tmp_path / "e.csv"
+    argv = ["label", "--reports", str(reports), "--out", str(tmp_path / "l.csv")]
+    assert main([*argv, "--evidence", str(evidence)]) == 0
+    err = capsys.readouterr().err
+    assert "reportfed: warning: 1 report(s) share their id with another report" in err
+    rows = pd.read_csv(evidence, keep_default_na=False)
+    mentioned = rows[rows["source"] == "text"].set_index("label")
+    assert mentioned.loc["Cardiomegaly", ["id", "row"]].tolist() == ["a", 1]
+    assert mentioned.loc["Pleural Effusion", ["id", "row"]].tolist() == ["a", 3]
+
+
 def test_tiny_sites_are_warned_about_with_their_counts(tmp_path, capsys, env) -> None:
     """Two sites of four reports, every one labelled Edema 1: no negative to learn from."""
     texts = ["Mild pulmonary edema.", "No acute disease.", "Heart size normal.", "Clear lungs."]

@@ -49,6 +49,7 @@ def cmd_label(args: argparse.Namespace) -> None:
     page = ReviewPage(names) if args.review else None
     start = time.perf_counter()
     unread, unreadable = 0, list[str]()  # how many reports cannot be read; the first ten ids
+    done, id_hashes = 0, []  # reports labelled; a 64-bit hash of each id, to find duplicates
     with (
         StagedTables(list(written.values())) as staged,
         tqdm(total=usable, desc="labelling", unit="report", leave=False) as bar,
@@ -59,21 +60,34 @@ def cmd_label(args: argparse.Namespace) -> None:
                 raise ReportfedError(
                     f"the model has a label named {clash[0]!r}, an output column name"
                 )
+            first = done + 1  # the chunk's first report's row in the outputs
             read = labeler.annotate(
-                chunk.texts, chunk.ids, evidence="--evidence" in extra or page is not None
+                chunk.texts,
+                chunk.ids,
+                evidence="--evidence" in extra or page is not None,
+                first_row=first,
             )
+            done += len(chunk)
+            if chunk.id_column:
+                id_hashes.append(np.fromiter(map(hash, chunk.ids), np.int64, len(chunk)))
             staged.append(written["--out"], _table(chunk, names, read.states))
             if "--probabilities" in extra:
                 staged.append(written["--probabilities"], _table(chunk, names, read.proba))
             if "--evidence" in extra and read.evidence is not None:
                 staged.append(written["--evidence"], read.evidence)
             if page is not None and read.evidence is not None:
-                page.add(chunk.ids, chunk.texts, read.evidence)
+                page.add(chunk.ids, chunk.texts, read.evidence, first)
             unread += len(read.unreadable)
             unreadable += [chunk.ids[i] for i in read.unreadable][: 10 - len(unreadable)]
             bar.update(len(chunk))
         if page is not None:  # inside: a page that cannot be written leaves no table either
             page.write(args.review)
+    shared = _shared_ids(id_hashes)
+    if shared:
+        say(
+            f"reportfed: warning: {shared} report(s) share their id with another report; "
+            "the evidence's row column (the report's place in the output) tells them apart"
+        )
     if unread:
         shown = ", ".join(unreadable) + (", ..." if unread > len(unreadable) else "")
         say(
@@ -86,6 +100,15 @@ def cmd_label(args: argparse.Namespace) -> None:
     )
     if page is not None:
         say(f"review page: {args.review} ({len(page.reports):,} reports; open it in a browser)")
+
+
+def _shared_ids(hashes: list[np.ndarray]) -> int:
+    """How many reports have an id that an earlier report has (from the ids' 64-bit hashes: 8
+    bytes a report, not the ids themselves)."""
+    if not hashes:
+        return 0
+    every = np.concatenate(hashes)
+    return len(every) - len(np.unique(every))
 
 
 def _table(chunk: ReportTable, names: list[str], values: np.ndarray) -> pd.DataFrame:
@@ -122,7 +145,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--evidence",
         default=None,
-        help="also write why: a row per report and non-blank label (id, label, state, "
+        help="also write why: a row per report and non-blank label (id, row, label, state, "
         "probability, sentence, cue, source: text | model | rule)",
     )
     p.add_argument(
