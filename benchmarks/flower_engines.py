@@ -39,9 +39,10 @@ from experiments.protocol import Protocol, partition
 from reportfed.core.aggregation import GlobalState
 from reportfed.core.config import FederationConfig, NodeSettings
 from reportfed.core.files import atomic_write
-from reportfed.core.labels import CHEXPERT_13
+from reportfed.core.labels import CHEXPERT_13, LabelSpace
 from reportfed.core.paths import embeddings_cache_dir
 from reportfed.data.iu import load_iu
+from reportfed.data.table import ReportTable
 from reportfed.flower.launch import LoopbackFederation
 from reportfed.flower.server_app import HISTORY_FILE, MODEL_FILE
 from reportfed.labeler import ReportLabeler
@@ -49,11 +50,18 @@ from reportfed.reports.engine import run_federation
 from reportfed.reports.node import load_report_node
 
 
-def node_tables(out: Path, k: int, seed: int = 0) -> list[Path]:
-    """The training rows of a K-node IU partition, one CSV per node with its labels only."""
+def _partition(k: int, seed: int) -> tuple[ReportTable, tuple[np.ndarray, ...], list[LabelSpace]]:
+    """The IU table (13 findings, fully annotated) and its K-node partition: train rows, test
+    rows, each train row's node, each node's labels."""
     table = load_iu().select_labels(list(CHEXPERT_13)).fully_annotated()
     rng = np.random.default_rng(seed)
-    train, _, site, spaces = partition(table.labels, table.label_space, Protocol(n_nodes=k), rng)
+    *rows, spaces = partition(table.labels, table.label_space, Protocol(n_nodes=k), rng)
+    return table, tuple(rows), spaces
+
+
+def node_tables(out: Path, k: int, seed: int = 0) -> list[Path]:
+    """The training rows of a K-node IU partition, one CSV per node with its labels only."""
+    table, (train, _, site), spaces = _partition(k, seed)
     paths = []
     for node, space in enumerate(spaces):
         rows = train[site == node]
@@ -66,9 +74,7 @@ def node_tables(out: Path, k: int, seed: int = 0) -> list[Path]:
 
 def held_out_reports(k: int, seed: int = 0) -> list[str]:
     """The IU reports of the same partition's test rows, which no node trains on."""
-    table = load_iu().select_labels(list(CHEXPERT_13)).fully_annotated()
-    rng = np.random.default_rng(seed)
-    _, test, _, _ = partition(table.labels, table.label_space, Protocol(n_nodes=k), rng)
+    table, (_, test, _), _ = _partition(k, seed)
     return [table.texts[i] for i in test]
 
 
@@ -123,7 +129,7 @@ def bench(
     for engine in engines:
         if engine.split("-")[0].split(" ")[0] in skip:
             continue
-        root = work / engine.replace(" ", "_").strip("()")
+        root = work / engine.replace(" (before)", "-before")
         root.mkdir()
         if engine.endswith("(before)"):
             assert before is not None

@@ -25,7 +25,7 @@ from reportfed.core.aggregation import GlobalState, node_arrays
 from reportfed.core.config import FederationConfig, Granularity, check_fraction
 from reportfed.core.errors import ConfigError, ModelFileError, ReportfedError, ReportfedWarning
 from reportfed.core.labels import LabelSpace, warn_if_all_positive, warn_if_too_few
-from reportfed.core.metrics import f1_thresholds, label_metrics
+from reportfed.core.metrics import auroc, f1_at, f1_thresholds
 from reportfed.core.paths import embeddings_cache_dir
 from reportfed.core.schema import architecture, architecture_fields
 from reportfed.data.partition import holdout
@@ -475,8 +475,9 @@ class ReportLabeler(BaseEstimator):
         The evidence has one row per report and non-blank label, in report then label order,
         with columns :data:`EVIDENCE_COLUMNS`: the report's ``id`` (``ids``, else its
         position), its ``row`` (its place among the reports, counted from ``first_row``: two
-        reports that share an id differ there), ``label``, ``state``, the calibrated ``probability``, the model's ``score``,
-        the ``sentence`` that decided the state and the ``cue`` (negation or uncertainty words,
+        reports that share an id differ there), ``label``, ``state``, the calibrated
+        ``probability``, the model's ``score``, the ``sentence`` that decided the state and the
+        ``cue`` (negation or uncertainty words,
         the normal or abnormal word of an anatomy phrase; "" for a plain mention), and its
         ``source``: ``text`` (a mention decided), ``model`` (no mention; the model's score, its
         sentence the one max pooling took, the whole report at report granularity) or ``rule``
@@ -647,16 +648,16 @@ def _held_out(
     """Per label, what the held-out rows say of a fitted model: annotated rows, positives,
     AUROC, and F1 at the threshold chosen on these same rows (optimistic; None where a label
     has one class only)."""
-    quality = label_metrics(y, scores, thresholds=thresholds)
+    aucs, f1s = auroc(y, scores), f1_at(y, scores, thresholds)
     known = ~np.isnan(y)
     out: dict[str, dict[str, float | int | None]] = {}
     for c, name in enumerate(labels):
-        auc, f1 = float(quality["auroc"][c]), float(quality["leakfree_f1"][c])
+        one_class = bool(np.isnan(aucs[c]))
         out[name] = {
             "rows": int(known[:, c].sum()),
             "positives": int((y[known[:, c], c] == 1).sum()),
-            "auroc": None if np.isnan(auc) else round(auc, 4),
-            "f1": None if np.isnan(f1) else round(f1, 4),
+            "auroc": None if one_class else round(float(aucs[c]), 4),
+            "f1": None if one_class else round(float(f1s[c]), 4),
         }
     return out
 

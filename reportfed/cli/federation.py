@@ -304,11 +304,8 @@ def cmd_import(args: argparse.Namespace) -> None:
     if args.labels:
         asked = [s.strip() for s in args.labels.split(",") if s.strip()]
         labeler = labeler.select_labels(asked)
-        renamed = [
-            f"{name} -> {canonical(name, allow_unknown=True)}"
-            for name in asked
-            if canonical(name, allow_unknown=True) != name
-        ]
+        named = {name: canonical(name, allow_unknown=True) for name in asked}
+        renamed = [f"{name} -> {model}" for name, model in named.items() if model != name]
         if renamed:
             say(f"labels named as the model names them: {', '.join(renamed)}")
     labeler.save(args.out)

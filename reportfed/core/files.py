@@ -20,6 +20,13 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
+def file_signature(path: str | Path) -> tuple[int, int, int]:
+    """What tells whether a file changed since it was read: its inode, size and modification
+    time (``OSError`` when it is gone). A file replaced atomically gets a new inode."""
+    stat = Path(path).stat()
+    return stat.st_ino, stat.st_size, stat.st_mtime_ns
+
+
 def check_writable(path: str | Path) -> Path:
     """``path`` as a file :func:`atomic_write` can write (following a symbolic link), or a
     :class:`OutputFileError` saying why not: call it before long work whose output goes there."""

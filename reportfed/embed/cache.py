@@ -24,7 +24,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from reportfed.core.errors import EmbeddingError, OutputFileError
-from reportfed.core.files import atomic_write
+from reportfed.core.files import atomic_write, file_signature
 from reportfed.embed.base import Embedder
 
 log = logging.getLogger(__name__)
@@ -41,14 +41,8 @@ def _digest(keys: np.ndarray, vectors: np.ndarray) -> bytes:
     return h.digest()
 
 
-def _signature(path: Path) -> tuple[int, int]:
-    """What tells a file changed: its modification time and size."""
-    stat = path.stat()
-    return stat.st_mtime_ns, stat.st_size
-
-
 #: the shards last read (their signatures) and their vectors, by cache folder and vector size
-_READ: dict[tuple[Path, int], tuple[dict[str, tuple[int, int]], dict[bytes, np.ndarray]]] = {}
+_READ: dict[tuple[Path, int], tuple[dict[str, tuple[int, int, int]], dict[bytes, np.ndarray]]] = {}
 
 
 class EmbeddingCache:
@@ -71,7 +65,7 @@ class EmbeddingCache:
         are removed. What was read stays in memory for the next call, which reads only the
         shards written since (a labelling run asks once per chunk); a shard that changed or went
         makes it read them all again."""
-        shards = {p.name: _signature(p) for p in sorted(self.dir.glob("shard-*.npz"))}
+        shards = {p.name: file_signature(p) for p in sorted(self.dir.glob("shard-*.npz"))}
         seen, found = _READ.get((self.dir, dim), ({}, {}))
         if any(shards.get(name) != signature for name, signature in seen.items()):
             seen, found = {}, {}

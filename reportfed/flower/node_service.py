@@ -4,36 +4,33 @@ config and the hyperparameters a message carries, with its data read once and ke
 table is unchanged.
 
 The ClientApp (:mod:`reportfed.flower.client_app`) hands each message to :func:`answer`: in the
-node's warm process (the node setting ``warm``, on by default)
-(:mod:`reportfed.flower.warm`), which keeps torch imported and the data loaded between messages,
-or in its own process (``warm = false``, and the simulation engine). Both run the same
-:class:`NodeService`. This module imports neither torch nor scikit-learn: a
-ClientApp process that forwards to the warm process never loads them.
+node's warm process (:mod:`reportfed.flower.warm`; the node setting ``warm``, on by default),
+which keeps torch imported and the data loaded between messages, or in its own process
+(``warm = false``, and the simulation engine). Both run the same :class:`NodeService`. This
+module imports neither torch nor scikit-learn: a ClientApp process that forwards to the warm
+process never loads them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 from reportfed.core import schema
 from reportfed.core.aggregation import Arrays, GlobalState, NodeUpdate
 from reportfed.core.config import NodeSettings
 from reportfed.core.errors import InputFileError
-from reportfed.core.node import Description, NodeAlgorithm
-
-#: what a node answers: the handshake, training (with, when asked, the evaluation of the model
-#: received) and evaluation alone
-KINDS = ("query", "train", "evaluate")
+from reportfed.core.files import file_signature
+from reportfed.core.node import Description, Evaluation, NodeAlgorithm
 
 
 @dataclass
 class Request:
-    """One message to a node, in plain Python: its ``kind`` (:data:`KINDS`), the node's node
-    config and the run config, the ConfigRecord the server sent (``meta``: hyperparameters,
-    round, node index, whether to evaluate first), the global rows it sent, and the weights the
-    node keeps between rounds (``local``, from Flower's ``context.state``)."""
+    """One message to a node, in plain Python: its ``kind`` (``query``: the handshake;
+    ``train``: training, after evaluating the rows received when ``meta`` asks; ``evaluate``),
+    the node's node config and the run config, the ConfigRecord the server sent (``meta``:
+    hyperparameters, round, node index, whether to evaluate first), the global rows it sent,
+    and the weights the node keeps between rounds (``local``, from Flower's ``context.state``)."""
 
     kind: str
     node_config: dict[str, Any]
@@ -66,7 +63,7 @@ def node_settings(node_config: dict[str, Any], run_config: dict[str, Any]) -> No
     return settings
 
 
-def evaluation_metrics(evaluation: Any) -> tuple[list[str], dict[str, Any]]:
+def evaluation_metrics(evaluation: Evaluation) -> tuple[list[str], dict[str, Any]]:
     """The labels of a node's :class:`~reportfed.core.node.Evaluation` and what it tells the
     server of them: per-label annotated rows, AUROC and F1 threshold of the global model's
     probabilities on its held-out labels and, where fitted, its calibration (coefficients and
@@ -91,13 +88,12 @@ def evaluation_metrics(evaluation: Any) -> tuple[list[str], dict[str, Any]]:
 
 
 def _signature(path: str) -> tuple[int, int, int]:
-    """What tells whether a node's table changed since it was read (inode, size, mtime); an
+    """The node's table's :func:`~reportfed.core.files.file_signature`; an
     :class:`InputFileError` when it is gone."""
     try:
-        stat = Path(path).stat()
+        return file_signature(path)
     except OSError:
         raise InputFileError(f"{path}: no such file") from None
-    return stat.st_ino, stat.st_size, stat.st_mtime_ns
 
 
 class NodeService:

@@ -4,8 +4,9 @@ loaded once, so that a round costs its computation.
 
 Flower 1.41's SuperExec starts a fresh ClientApp process for every message; its warm executor
 pools serve only Kubernetes and the agent, connector and model apps, not ClientApps. So the
-ClientApp of a node with the ``warm`` setting (the default of ``reportfed federation node`` and
-of a bare ``flower-supernode``) stays a thin process that imports Flower and numpy, and forwards each message here:
+ClientApp of a node with the ``warm`` setting (the default, under ``reportfed federation node``
+and a bare ``flower-supernode`` alike) stays a thin process that imports Flower and numpy, and
+forwards each message here:
 
 * the first message starts the warm process (``python -m reportfed.flower.warm``) in the
   SuperNode's process group, so that stopping the node stops it too; it also exits when that
@@ -40,8 +41,8 @@ from reportfed.flower.node_service import Answer, NodeService, Request
 
 #: seconds without a message after which a warm process exits
 IDLE_S = 3600.0
-#: seconds a ClientApp waits for a warm process it started to accept connections (it reads and
-#: embeds the node's table first only when the first request asks it to: this is its start)
+#: seconds a ClientApp waits for a warm process it started to accept connections (it imports
+#: torch and scikit-learn first; it reads the node's table on its first request, not here)
 READY_S = 120.0
 
 
