@@ -1,4 +1,5 @@
 import json
+import os
 
 import numpy as np
 import pandas as pd
@@ -318,3 +319,21 @@ def test_a_replaced_output_keeps_its_mode_and_a_symlink_its_target(tmp_path) -> 
     link.symlink_to(private)
     atomic_write(link, b"through the link")
     assert link.is_symlink() and private.read_bytes() == b"through the link"
+
+
+def test_numerics_flags_last_one_command(tmp_path, monkeypatch) -> None:
+    """--precision/--backend reach the processes a command starts through the environment, and
+    leave it as it was when the command returns (main() called in process, as tests and
+    notebooks do), so the next command's embedder is built as that command asks."""
+    from reportfed.embed import shared_embedder
+
+    monkeypatch.delenv("REPORTFED_PRECISION", raising=False)
+    monkeypatch.setenv("REPORTFED_BACKEND", "torch")
+    missing = ["label", "--reports", str(tmp_path / "none.csv"), "--out", str(tmp_path / "o.csv")]
+    assert main([*missing, "--precision", "fp32", "--backend", "onnx"]) == 2
+    assert "REPORTFED_PRECISION" not in os.environ
+    assert os.environ["REPORTFED_BACKEND"] == "torch"
+    monkeypatch.setenv("REPORTFED_PRECISION", "fp32")
+    fp32 = shared_embedder()
+    monkeypatch.setenv("REPORTFED_PRECISION", "bf16")
+    assert shared_embedder() is not fp32 and shared_embedder().cache_key.endswith(":bf16")

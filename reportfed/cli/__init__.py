@@ -43,9 +43,14 @@ def run(args: argparse.Namespace) -> int:
                 default(message, category, *rest, **kw)
 
         warnings.showwarning = show
-        for flag in ("precision", "backend"):  # how vectors are computed, read by embed/
-            if getattr(args, flag, None):
-                os.environ[f"REPORTFED_{flag.upper()}"] = getattr(args, flag)
+        # how vectors are computed: read by embed/ here and in the processes this one starts
+        numerics = {
+            f"REPORTFED_{flag.upper()}": getattr(args, flag)
+            for flag in ("precision", "backend")
+            if getattr(args, flag, None)
+        }
+        before = {name: os.environ.get(name) for name in numerics}
+        os.environ.update(numerics)
         try:
             args.func(args)
         except ReportfedError as exc:
@@ -54,6 +59,12 @@ def run(args: argparse.Namespace) -> int:
         except KeyboardInterrupt:
             say("reportfed: interrupted")
             return 130
+        finally:  # a caller's later work (main() called in process) is not this command's
+            for name, value in before.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
     return 0
 
 

@@ -43,11 +43,18 @@ __all__ = [
 ]
 
 
-@functools.lru_cache(maxsize=4)
 def shared_embedder(spec: str = DEFAULT_EMBEDDER, base_url: str | None = None) -> Embedder:
-    """One embedder per (spec, base URL) in a process: labelers cloned from each other (and
-    repeats of an experiment) load the weights once."""
-    return make_embedder(spec, base_url=base_url)
+    """One embedder per (spec, base URL, backend and precision asked for) in a process: labelers
+    cloned from each other (and repeats of an experiment) load the weights once."""
+    env = os.environ
+    return _shared(spec, base_url, env.get("REPORTFED_BACKEND"), env.get("REPORTFED_PRECISION"))
+
+
+@functools.lru_cache(maxsize=4)
+def _shared(
+    spec: str, base_url: str | None, backend: str | None, precision: str | None
+) -> Embedder:
+    return make_embedder(spec, base_url=base_url, backend=backend, precision=precision)
 
 
 def make_embedder(
