@@ -1,12 +1,14 @@
 """Which embedding backend for which CPU: speed, closeness to fp32 and the labels' quality, in one
 invocation.
 
-Arms: torch fp32, torch bf16, ONNX Runtime fp32 and ONNX Runtime dynamic int8, each embedding the
-same 2,000 distinct IU report sentences (``reportfed.text.sentences.report_units``) in a process
-of its own, on this CPU as it is and capped to AVX2 (``ONEDNN_MAX_CPU_ISA=AVX2
-ATEN_CPU_CAPABILITY=avx2``: torch then runs as on a CPU without AVX512-BF16; ONNX Runtime chooses
-its kernels by itself and ignores both). Per arm: sentences/s and the cosine of each vector to
-torch fp32's. ``auto`` is what ``precision="auto"`` picks under each cap.
+Arms: torch fp32 and bf16, OpenVINO fp32 and bf16, ONNX Runtime fp32 and dynamic int8, each
+embedding the same 2,000 distinct IU report sentences (``reportfed.text.sentences.report_units``)
+in a process of its own, on this CPU as it is and capped to AVX2 (``ONEDNN_MAX_CPU_ISA=AVX2
+ATEN_CPU_CAPABILITY=avx2``: torch and OpenVINO then run as on a CPU without AVX512-BF16; ONNX
+Runtime chooses its kernels by itself and ignores both). Per arm: sentences/s and the cosine of
+each vector to torch fp32's; an arm that cannot run under a cap is recorded as ``null`` (OpenVINO
+bf16 under the AVX2 cap, which ``auto`` never asks for). ``auto`` is what the default embedder
+runs under each cap (its cache key's last part).
 
 With ``--quality`` each backend of ``--quality-arms`` (all but torch bf16, whose vectors are
 fp32's space, by default) also trains the default recipe on IU and labels the held-out
@@ -40,6 +42,8 @@ HERE = Path(__file__).resolve().parent
 ARMS = {
     "torch-fp32": ("torch", "fp32"),
     "torch-bf16": ("torch", "bf16"),
+    "openvino-fp32": ("openvino", "fp32"),
+    "openvino-bf16": ("openvino", "bf16"),
     "onnx-fp32": ("onnx", None),
     "onnx-int8": ("onnx-int8", None),
 }
@@ -59,7 +63,6 @@ def sentences(n: int) -> list[str]:
 def worker(arm: str, n: int, out: Path) -> None:
     """Embed the sentences with ``arm`` (timed after a warm-up batch); vectors to ``out``."""
     from reportfed.embed import make_embedder
-    from reportfed.embed.local import precision_for
 
     backend, precision = ARMS[arm]
     texts = sentences(n)
@@ -69,15 +72,22 @@ def worker(arm: str, n: int, out: Path) -> None:
     vectors = embedder.embed(texts)
     seconds = time.perf_counter() - start
     np.save(out, vectors)
-    report = {"sentences_per_s": n / seconds, "auto": precision_for("auto", "cpu")}
+    auto = make_embedder("minilm").cache_key.rsplit(":", 1)[1]
+    report = {"sentences_per_s": n / seconds, "auto": auto}
     print(json.dumps(report))
 
 
-def run_arm(arm: str, cap: str, n: int, folder: Path) -> tuple[dict[str, float], np.ndarray]:
+def run_arm(arm: str, cap: str, n: int, folder: Path) -> tuple[dict[str, float], np.ndarray] | None:
+    """``arm``'s speed and vectors under ``cap``; None where it cannot run there."""
     out = folder / f"{arm}-{cap}.npy"
     env = {**os.environ, **CAPS[cap]}
+    env.pop("REPORTFED_BACKEND", None)
+    env.pop("REPORTFED_PRECISION", None)
     cmd = [sys.executable, __file__, "--worker", arm, "--sentences", str(n), "--vectors", str(out)]
-    done = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True)
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if done.returncode:
+        print(cap, arm, "cannot run:", done.stderr.strip().splitlines()[-1], flush=True)
+        return None
     return json.loads(done.stdout.strip().splitlines()[-1]), np.load(out)
 
 
@@ -105,7 +115,7 @@ def main() -> None:
         "--quality-arms",
         nargs="+",
         choices=ARMS,
-        default=["torch-fp32", "onnx-fp32", "onnx-int8"],
+        default=["torch-fp32", "openvino-fp32", "openvino-bf16", "onnx-int8"],
         help="arms whose labels are measured (torch-bf16's vectors are fp32's space)",
     )
     parser.add_argument("--out", type=Path, default=RESULTS)
@@ -122,10 +132,15 @@ def main() -> None:
         for cap in CAPS:
             reference = None
             for arm in ARMS:
-                found, vectors = run_arm(arm, cap, args.sentences, folder)
+                ran = run_arm(arm, cap, args.sentences, folder)
+                if ran is None:
+                    speed.setdefault(cap, {})[arm] = None
+                    continue
+                found, vectors = ran
                 reference = vectors if reference is None else reference
                 cosine = np.sum(vectors * reference, axis=1)
-                speed.setdefault(cap, {"auto": found["auto"]})[arm] = {
+                speed.setdefault(cap, {})["auto"] = found["auto"]
+                speed[cap][arm] = {
                     "sentences_per_s": round(found["sentences_per_s"], 1),
                     "cosine_to_fp32_mean": round(float(cosine.mean()), 4),
                     "cosine_to_fp32_min": round(float(cosine.min()), 4),

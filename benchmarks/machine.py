@@ -20,12 +20,15 @@ def cpu_model() -> str:
 
 
 def machine() -> dict[str, object]:
-    """Cores, CPU model, whether it multiplies bf16 natively, and torch's version."""
-    from reportfed.embed.local import native_bf16
+    """Cores, CPU model, whether it multiplies bf16 natively, torch's and OpenVINO's versions."""
+    import openvino
+
+    from reportfed.embed.precision import native_bf16
 
     return {
         "cores": os.cpu_count(),
         "cpu": cpu_model(),
         "native_bf16": native_bf16("cpu"),
         "torch": torch.__version__,
+        "openvino": openvino.__version__.split("-")[0],
     }

@@ -82,10 +82,21 @@ def write_reports(path: Path, rows: int, pool: list[str], seed: int = 0) -> None
             out.writerow([f"s{i:07d}", stand_in_report(rng, pool)])
 
 
-def label(reports: Path, out: Path, cache: Path, code: Path | None = None) -> dict[str, float]:
+def label(
+    reports: Path,
+    out: Path,
+    cache: Path,
+    code: Path | None = None,
+    numerics: dict[str, str] | None = None,
+) -> dict[str, float]:
     """``reportfed label`` on ``reports`` in its own process (the reportfed of checkout ``code``
-    where given): wall seconds and peak RSS (MB)."""
-    env = {**os.environ, "REPORTFED_EMBEDDINGS_CACHE": str(cache), "REPORTFED_PRECISION": "fp32"}
+    where given; fp32 unless ``numerics``, variables of the environment, say otherwise): wall
+    seconds and peak RSS (MB)."""
+    env = {
+        **os.environ,
+        "REPORTFED_EMBEDDINGS_CACHE": str(cache),
+        **(numerics if numerics is not None else {"REPORTFED_PRECISION": "fp32"}),
+    }
     if code is not None:
         env["PYTHONPATH"] = str(code)
     command = [sys.executable, "-m", "reportfed", "label", "--reports", str(reports)]

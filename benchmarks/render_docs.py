@@ -68,7 +68,10 @@ def embedding_backends() -> str:
     ]
     first = next(iter(speed.values()))
     for arm in [a for a in first if a != "auto"]:
-        rates = " | ".join(f"{speed[c][arm]['sentences_per_s']:.0f}" for c in speed)
+        rates = " | ".join(
+            f"{speed[c][arm]['sentences_per_s']:.0f}" if speed[c][arm] else "cannot run"
+            for c in speed
+        )
         cos = f"{first[arm]['cosine_to_fp32_mean']:.4f} / {first[arm]['cosine_to_fp32_min']:.4f}"
         q = quality.get(arm)
         labels = (
@@ -77,8 +80,8 @@ def embedding_backends() -> str:
             else " |  | "
         )
         lines.append(f"| {arm} | {rates} | {cos} | {labels} |")
-    auto = ", ".join(f"{caps[c]}: torch {speed[c]['auto']}" for c in speed)
-    lines += ["", f"The default (`auto`) picks: {auto}."]
+    auto = ", ".join(f"{caps[c]}: {speed[c]['auto']}" for c in speed)
+    lines += ["", f"The default (`auto`) runs: {auto}."]
     return "\n".join(lines)
 
 

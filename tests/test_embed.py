@@ -115,7 +115,7 @@ def test_cache_is_keyed_by_precision_and_models_by_vector_space(tmp_path) -> Non
 
 
 def test_auto_precision_never_emulates_bf16(monkeypatch) -> None:
-    from reportfed.embed.local import native_bf16
+    from reportfed.embed.precision import native_bf16
 
     monkeypatch.delenv("REPORTFED_PRECISION", raising=False)
     assert make_embedder("minilm").precision == ("bf16" if native_bf16("cpu") else "fp32")
@@ -131,7 +131,7 @@ def test_auto_precision_never_emulates_bf16(monkeypatch) -> None:
 def test_hf_mean_pooling_path_matches_sentence_transformers() -> None:
     """Bio_ClinicalBERT's code path (AutoModel + mean pooling), tested with MiniLM's weights."""
     hf = make_embedder("hf:minilm")
-    st = make_embedder("minilm", precision="fp32")
+    st = make_embedder("minilm", precision="fp32", backend="torch")
     a = hf.embed(TEXTS)
     a /= np.linalg.norm(a, axis=1, keepdims=True)
     assert hf.dim == 384 and np.allclose(a, st.embed(TEXTS), atol=1e-5)
@@ -152,7 +152,7 @@ def test_onnx_backends_fp32_is_torch_fp32s_space_and_int8_a_space_of_its_own(tmp
     with pytest.raises(EmbeddingError, match="runs sentence-transformers models"):
         make_embedder("hf:minilm", backend="onnx")
     with pytest.raises(EmbeddingError, match="backend must be one of"):
-        make_embedder("minilm", backend="openvino")
+        make_embedder("minilm", backend="tensorrt")
 
 
 def test_bf16_stays_within_cosine_0999_of_fp32(iu_embedded) -> None:
@@ -163,6 +163,62 @@ def test_bf16_stays_within_cosine_0999_of_fp32(iu_embedded) -> None:
     x16 = make_embedder("minilm", precision="bf16").embed(texts)
     cos = np.sum(x32 * x16, axis=1) / np.linalg.norm(x16, axis=1) / np.linalg.norm(x32, axis=1)
     assert cos.min() > 0.999
+
+
+def test_openvino_gives_torch_fp32s_space_in_either_precision(monkeypatch) -> None:
+    torch32 = make_embedder("minilm", precision="fp32", backend="torch")
+    ref = torch32.embed(TEXTS)
+    for precision in ("fp32", "bf16"):
+        ov = make_embedder("minilm", precision=precision, backend="openvino")
+        assert ov.fingerprint == torch32.fingerprint
+        assert ov.cache_key == f"{torch32.fingerprint}:openvino-{precision}"
+        assert np.sum(ref * ov.embed(TEXTS), axis=1).min() > 0.9999
+    with pytest.raises(EmbeddingError, match="runs sentence-transformers models"):
+        make_embedder("hf:minilm", backend="openvino")
+
+
+def test_exported_backends_tokenize_as_transformers_does(iu_embedded) -> None:
+    """The exported backends read tokenizer.json with ``tokenizers`` alone (no transformers at
+    start-up); the ids, masks and types are transformers' own for every IU sentence and for a
+    text beyond the 256 tokens the model reads."""
+    from transformers import AutoTokenizer
+
+    table, _ = iu_embedded
+    embedder = make_embedder("minilm", backend="openvino")
+    reference = AutoTokenizer.from_pretrained(embedder.path)
+    texts = sorted(set(table.texts[:400]), key=len)
+    texts.append(" ".join(["Small left pleural effusion."] * 200))
+    for start in range(0, len(texts), 64):
+        batch = texts[start : start + 64]
+        want = reference(batch, padding=True, truncation=True, max_length=256, return_tensors="np")
+        got = embedder.tokenize(batch)
+        assert set(got) == set(want)
+        for name, ids in got.items():
+            np.testing.assert_array_equal(ids, want[name])
+    assert got["input_ids"].shape[1] == 256
+
+
+def test_auto_backend_is_openvino_where_bf16_is_native_and_torch_elsewhere(monkeypatch) -> None:
+    import importlib.util
+
+    from reportfed.embed import precision
+    from reportfed.embed.openvino import OpenVinoEmbedder
+
+    monkeypatch.delenv("REPORTFED_BACKEND", raising=False)
+    monkeypatch.delenv("REPORTFED_PRECISION", raising=False)
+    monkeypatch.setattr(precision, "cpu_flags", lambda: frozenset({"avx512f", "avx512_bf16"}))
+    auto = make_embedder("minilm")
+    assert isinstance(auto, OpenVinoEmbedder) and auto.precision == "bf16"
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")  # a processor without AVX512-BF16
+    assert make_embedder("minilm").cache_key.endswith(":fp32")  # torch fp32, not openvino-fp32
+    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA")
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "openvino" else find_spec(name, *a),
+    )
+    assert make_embedder("minilm").cache_key.endswith(":bf16")  # OpenVINO not installed: torch
 
 
 # -- OpenAI-compatible API over real HTTP ----------------------------------------------------

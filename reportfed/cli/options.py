@@ -60,6 +60,7 @@ def check_outputs(
 def add_embedder_options(p: argparse.ArgumentParser, *, choose: bool = True) -> None:
     """``--cache-dir``, ``--precision``, ``--backend`` and, with ``choose``, ``--embedder`` and ``--base-url``."""
     from reportfed.core.paths import embeddings_cache_dir
+    from reportfed.embed import BACKENDS
 
     p.add_argument(
         "--cache-dir", default=str(embeddings_cache_dir()), help="embedding cache directory"
@@ -73,11 +74,12 @@ def add_embedder_options(p: argparse.ArgumentParser, *, choose: bool = True) -> 
     )
     p.add_argument(
         "--backend",
-        choices=("auto", "torch", "onnx", "onnx-int8"),
+        choices=BACKENDS,
         default=None,
         help="what runs a sentence-transformers embedder (default: $REPORTFED_BACKEND, else auto: "
-        "torch); onnx needs pip install 'reportfed[onnx]' and gives torch fp32's vectors, "
-        "onnx-int8 vectors of its own (a model trained on them needs them)",
+        "openvino on a CPU with native bf16, else torch); torch, openvino and onnx (pip install "
+        "'reportfed[onnx]') give one vector space, onnx-int8 one of its own (a model trained on "
+        "it needs it)",
     )
     if not choose:
         return

@@ -9,35 +9,41 @@ An embedder is named by a spec string (CLI ``--embedder``, model files):
 * ``openai:<model>``: an OpenAI-compatible ``/v1/embeddings`` API (``base_url`` / ``$OPENAI_BASE_URL``).
 
 A sentence-transformers model runs on one of :data:`BACKENDS` (``backend``, else
-``$REPORTFED_BACKEND``, which the command line's ``--backend`` sets): ``torch`` (the default, in
-the precision :func:`~reportfed.embed.local.precision_for` picks for the processor), ``onnx``
-(ONNX Runtime, fp32: torch fp32's vectors) or ``onnx-int8`` (dynamically quantized: a vector
-space of its own).
+``$REPORTFED_BACKEND``, which the command line's ``--backend`` sets):
+
+* ``auto`` (the default): ``openvino`` on a CPU that multiplies bf16 natively, where the model is
+  a transformer with mean pooling (all-MiniLM-L6-v2 is), else ``torch``;
+* ``openvino``: OpenVINO on the CPU, bf16 where the CPU multiplies bf16 natively, else fp32;
+* ``torch``: sentence-transformers in torch, on a GPU where there is one;
+* ``onnx`` / ``onnx-int8``: ONNX Runtime, fp32 or dynamically quantized (a vector space of its
+  own).
+
+Each runs in the precision :func:`~reportfed.embed.precision.precision_for` picks for the
+processor (``--precision`` overrides it), and all but int8 give fp32's vector space.
 """
 
 from __future__ import annotations
 
 import functools
+import importlib.util
 import os
+from pathlib import Path
 
-from reportfed.core.errors import EmbeddingError
+from reportfed.core.errors import EmbeddingError, ReportfedError
 from reportfed.embed.base import Embedder
 from reportfed.embed.cache import EmbeddingCache, embed_texts
-from reportfed.embed.local import HFMeanPoolEmbedder, SentenceTransformerEmbedder
 from reportfed.embed.openai_api import OpenAIEmbedder
 
 DEFAULT_EMBEDDER = "minilm"
-#: how a sentence-transformers model is run (``auto``: ``torch``)
-BACKENDS = ("auto", "torch", "onnx", "onnx-int8")
+#: how a sentence-transformers model is run (see the module docstring)
+BACKENDS = ("auto", "openvino", "torch", "onnx", "onnx-int8")
 
 __all__ = [
     "BACKENDS",
     "DEFAULT_EMBEDDER",
     "Embedder",
     "EmbeddingCache",
-    "HFMeanPoolEmbedder",
     "OpenAIEmbedder",
-    "SentenceTransformerEmbedder",
     "embed_texts",
     "make_embedder",
 ]
@@ -71,21 +77,60 @@ def make_embedder(
     backend = backend or os.environ.get("REPORTFED_BACKEND") or "auto"
     if backend not in BACKENDS:
         raise EmbeddingError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+    if kind == "st" and backend == "auto":
+        backend = auto_backend(rest)
+    if backend not in ("auto", "torch") and kind != "st":
+        raise EmbeddingError(
+            f"the {backend} backend runs sentence-transformers models, not {spec!r}"
+        )
+    kwargs = {"precision": precision} if precision else {}
+    if backend == "openvino":
+        from reportfed.embed.openvino import OpenVinoEmbedder
+
+        return OpenVinoEmbedder(rest, **kwargs)  # type: ignore[arg-type]
     if backend.startswith("onnx"):
-        if kind != "st":
-            raise EmbeddingError(
-                f"the {backend} backend runs sentence-transformers models, not {spec!r}"
-            )
         from reportfed.embed.onnx import OnnxEmbedder
 
         return OnnxEmbedder(rest, precision="int8" if backend == "onnx-int8" else "fp32")
-    kwargs = {"precision": precision} if precision else {}
     if kind == "st":
+        from reportfed.embed.local import SentenceTransformerEmbedder
+
         return SentenceTransformerEmbedder(rest, **kwargs)  # type: ignore[arg-type]
     if kind == "hf":
+        from reportfed.embed.local import HFMeanPoolEmbedder
+
         return HFMeanPoolEmbedder(rest, **kwargs)  # type: ignore[arg-type]
     if kind == "openai":
         return OpenAIEmbedder(rest, base_url=base_url)
     raise EmbeddingError(
         f"unknown embedder kind {kind!r} in {spec!r}: use minilm, st:PATH, hf:PATH or openai:MODEL"
     )
+
+
+def auto_backend(model: str) -> str:
+    """``auto``'s backend for a sentence-transformers ``model``: ``openvino`` on a CPU that
+    multiplies bf16 natively, where OpenVINO and onnx (its export) are installed and the model
+    exports; else ``torch``. OpenVINO's bf16 is the fastest measured there and the closest to
+    fp32; in fp32 it is no faster than torch (``benchmarks/embedding_backends.py``)."""
+    from reportfed.embed.exported import exportable_modules
+    from reportfed.embed.precision import native_bf16
+    from reportfed.embed.weights import resolve_model_path
+
+    if _has_gpu() or not native_bf16("cpu"):
+        return "torch"
+    if not all(importlib.util.find_spec(m) for m in ("openvino", "onnx")):
+        return "torch"
+    try:
+        exportable_modules(Path(resolve_model_path(model)))
+    except ReportfedError:
+        return "torch"
+    return "openvino"
+
+
+def _has_gpu() -> bool:
+    """Whether torch sees a GPU; torch is imported only where a GPU driver is present."""
+    if not any(Path(dev).exists() for dev in ("/dev/nvidiactl", "/dev/kfd")):
+        return False
+    import torch
+
+    return bool(torch.cuda.is_available())

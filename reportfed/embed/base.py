@@ -1,11 +1,15 @@
-"""The :class:`Embedder` protocol shared by every embedding backend."""
+"""The :class:`Embedder` protocol shared by every embedding backend, and what the backends that run
+weights on this machine share (:class:`LocalEmbedder`)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cached_property
 from typing import Protocol, runtime_checkable
 
 import numpy as np
+
+from reportfed.embed.weights import canonical_model_name, resolve_model_path, weights_digest
 
 
 @runtime_checkable
@@ -31,3 +35,41 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embed ``texts`` (no caching) into an array of shape ``(len(texts), dim)``."""
         ...
+
+
+def quiet_transformers() -> None:
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()
+
+
+class LocalEmbedder:
+    """What the local backends share: a model path, precision, batch size, device, fingerprint.
+
+    The fingerprint names the vector space (model, weights, settings that change the vectors);
+    fp32 and bf16 vectors of the same weights, from any fp32 or bf16 backend, are one space
+    (cosine >= 0.996), so a model trained on either machine runs on the other. The cache key adds
+    how they were computed (:attr:`numerics`): cached vectors of one way are never served for
+    another."""
+
+    kind = ""
+
+    def __init__(self, model: str, *, numerics: str, batch_size: int, device: str) -> None:
+        self.device = device
+        self.numerics = numerics  #: how the vectors are computed (e.g. fp32, bf16, onnx-int8)
+        self.model_name = canonical_model_name(model)
+        self.path = resolve_model_path(model)
+        self.batch_size = batch_size
+
+    @cached_property
+    def fingerprint(self) -> str:
+        return f"{self.kind}:{self.model_name}:{weights_digest(self.path)}{self._suffix()}"
+
+    @property
+    def cache_key(self) -> str:
+        return f"{self.fingerprint}:{self.numerics}"
+
+    def _suffix(self) -> str:
+        """Settings beyond the weights that change the vectors."""
+        return ""

@@ -1,0 +1,97 @@
+"""``reportfed label`` from cold: start-up, and reports/s on 1,000 dictated reports none of whose
+sentences the embedding cache holds.
+
+Each run is a whole ``reportfed label`` process with the defaults (default model, ``auto``
+backend and precision) and an empty embedding cache. Start-up is the wall time for the six
+example reports (``examples/reports.csv``): the imports, the default model's load and a few
+sentences. The rate is 1,000 stand-in reports (``many_reports.stand_in_report``: MIMIC-style
+sections, 15 to 25 distinct IU sentences each) over the wall time left when start-up is taken
+off. Every run is made on this CPU as it is and capped to AVX2 (``ONEDNN_MAX_CPU_ISA=AVX2
+ATEN_CPU_CAPABILITY=avx2``, a CPU without AVX512-BF16); ``--before DIR`` runs the same with
+another checkout (``git worktree add DIR <commit>``) in the same invocation. The median of
+``--repeats`` runs is kept.
+
+    python benchmarks/cold_label.py [--before DIR] [--repeats 3]
+
+Writes ``benchmarks/results/cold_label.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import tempfile
+from pathlib import Path
+
+from machine import machine
+from many_reports import label, sentence_pool, write_reports
+
+from reportfed.core.files import atomic_write
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results" / "cold_label.json"
+EXAMPLES = HERE.parent / "examples" / "reports.csv"
+CAPS = {"native": {}, "avx2": {"ONEDNN_MAX_CPU_ISA": "AVX2", "ATEN_CPU_CAPABILITY": "avx2"}}
+REPORTS = 1000
+
+
+def cold_seconds(reports: Path, work: Path, code: Path | None, cap: str) -> float:
+    """Wall seconds of one ``reportfed label`` on ``reports`` with an empty embedding cache."""
+    cache = Path(tempfile.mkdtemp(dir=work))
+    numerics = {**CAPS[cap], "REPORTFED_BACKEND": "auto", "REPORTFED_PRECISION": "auto"}
+    return label(reports, work / "out.csv", cache, code, numerics)["wall_s"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--before", type=Path, help="a checkout of the code to compare with")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args()
+    codes = {"this": None, **({"before": args.before.resolve()} if args.before else {})}
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        reports = work / "reports.csv"
+        write_reports(reports, REPORTS, sentence_pool())
+        for code, checkout in codes.items():
+            for cap in CAPS:
+                cold_seconds(EXAMPLES, work, checkout, cap)  # the default model built, exports made
+                start = statistics.median(
+                    cold_seconds(EXAMPLES, work, checkout, cap) for _ in range(args.repeats)
+                )
+                whole = statistics.median(
+                    cold_seconds(reports, work, checkout, cap) for _ in range(args.repeats)
+                )
+                row = {
+                    "code": code,
+                    "cpu": cap,
+                    "start_s": round(start, 2),
+                    "whole_s": round(whole, 2),
+                    "reports_per_s": round(REPORTS / (whole - start), 1),
+                }
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+    result = {
+        "machine": machine(),
+        "reports": REPORTS,
+        "before": args.before and _commit(args.before),
+        "rows": rows,
+    }
+    atomic_write(args.out, (json.dumps(result, indent=1) + "\n").encode())
+    print(f"written {args.out}")
+
+
+def _commit(checkout: Path) -> str:
+    return subprocess.run(
+        ["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+
+
+if __name__ == "__main__":
+    main()

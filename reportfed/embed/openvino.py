@@ -1,0 +1,62 @@
+"""A sentence-transformers model in OpenVINO, in bf16 where the CPU multiplies bf16 natively and
+fp32 elsewhere. In bf16 it is the fastest backend measured and the closest to fp32, and ``auto``'s
+choice on such a CPU (``benchmarks/embedding_backends.py``).
+
+OpenVINO reads the ONNX file exported once into the user cache (:mod:`reportfed.embed.exported`)
+with its runtime alone: ``openvino.convert_model``, which would trace torch directly, reports
+usage to its makers unless the user has opted out, and a hospital's labeller must not.
+Both precisions give torch fp32's vector space (cosine >= 0.9999): the same fingerprint as
+torch's, another cache key.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from reportfed.core.errors import EmbeddingError
+from reportfed.embed.exported import ExportedEmbedder
+from reportfed.embed.precision import Precision, precision_for
+
+#: OpenVINO's name of each precision (its ``INFERENCE_PRECISION_HINT``)
+_HINTS = {"fp32": "f32", "bf16": "bf16"}
+
+
+class OpenVinoEmbedder(ExportedEmbedder):
+    """A sentence-transformers model (default all-MiniLM-L6-v2) run by OpenVINO on the CPU."""
+
+    engine = "openvino"
+
+    def __init__(
+        self,
+        model: str = "all-MiniLM-L6-v2",
+        *,
+        precision: Precision = "auto",
+        batch_size: int = 64,
+    ) -> None:
+        self.precision = precision_for(precision, "cpu")
+        super().__init__(model, numerics=f"openvino-{self.precision}", batch_size=batch_size)
+
+    @cached_property
+    def _compiled(self) -> Any:
+        try:
+            import openvino
+        except ImportError:
+            raise EmbeddingError(
+                "the openvino backend needs openvino, which reportfed installs: pip install openvino"
+            ) from None
+        core = openvino.Core()
+        try:
+            model = core.read_model(str(self.exported()))
+            return core.compile_model(
+                model, "CPU", {"INFERENCE_PRECISION_HINT": _HINTS[self.precision]}
+            )
+        except RuntimeError as exc:
+            first = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+            raise EmbeddingError(f"OpenVINO cannot run {self.model_name}: {first}") from None
+
+    def _hidden(self, feed: dict[str, np.ndarray]) -> np.ndarray:
+        wanted = {port.any_name for port in self._compiled.inputs}
+        return self._compiled({k: v for k, v in feed.items() if k in wanted})[0]
