@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from machine import machine
 from sklearn.metrics import brier_score_loss, f1_score, roc_auc_score
 
 from reportfed.core.files import atomic_write
@@ -140,7 +141,13 @@ def main() -> None:
     }
     labels = rows[0]["recall_states"].keys()  # type: ignore[union-attr]
     recall = {name: float(np.mean([r["recall_states"][name] for r in rows])) for name in labels}  # type: ignore[index]
-    result = {"runs": rows, "mean_sd": summary, "recall_states": recall, "throughput": speed}
+    result = {
+        "machine": machine(),
+        "runs": rows,
+        "mean_sd": summary,
+        "recall_states": recall,
+        "throughput": speed,
+    }
     atomic_write(args.out, json.dumps(result, indent=1).encode())
     print(json.dumps({"mean_sd": summary, "recall_states": recall, "throughput": speed}, indent=1))
 

@@ -10,6 +10,7 @@ differs from its rendering.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import re
 import sys
@@ -167,7 +168,155 @@ def flower_round() -> str:
     return "\n".join(lines)
 
 
+def _p(p: float) -> str:
+    """A p value as the docs write it (one significant digit below 0.01)."""
+    return f"{p:.0e}".replace("e-0", "e-") if p < 0.01 else f"{p:.2g}"
+
+
+def granularity() -> str:
+    """Sentence-level against whole-report embeddings, paired over the same seeds."""
+    found = _load("granularity")
+    metrics = ("auroc", "leakfree_f1", "paper_accuracy")
+    lines = [
+        f"`python benchmarks/granularity.py`, IU, the papers' protocol, the same "
+        f"{found['repeats']} seeds and splits for both, paired t-tests, percent, mean ± SD:",
+        "",
+        "| setting | input | macro AUROC | leak-free F1 | paper acc. |",
+        "| --- | --- | ---: | ---: | ---: |",
+    ]
+    for setting, by_metric in found["quality"].items():
+        for level in ("report", "sentence"):
+            cells = []
+            for metric in metrics:
+                m = by_metric[metric]
+                cell = f"{100 * m[level]['mean']:.2f} ± {100 * m[level]['sd']:.2f}"
+                if level == "sentence":
+                    better = m["sentence_minus_report"] > 0 and m["paired_p"] < 0.05
+                    cell = f"**{cell}**" if better else cell
+                    cell += f" (p = {_p(m['paired_p'])})"
+                cells.append(cell)
+            lines.append(f"| {setting} | {level} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def labels_iu() -> str:
+    """The default recipe's labels on IU reports it never saw, and how fast it labels them."""
+    found = _load("labels_iu")
+    seeds = [run["seed"] for run in found["runs"]]
+    names = {
+        "auroc": "macro AUROC, calibrated probabilities",
+        "auroc_model": "macro AUROC, the model's scores",
+        "f1_model": "macro F1 of the positives, the model's thresholds alone",
+        "f1_states": "macro F1 of state 1 (the four states)",
+        "brier": "Brier score, calibrated probabilities",
+        "brier_model": "Brier score, the model's scores",
+        "ece": "expected calibration error, calibrated probabilities",
+        "ece_model": "expected calibration error, the model's scores",
+    }
+    lines = [
+        f"`python benchmarks/labels_iu.py`, seeds {', '.join(map(str, seeds))}, mean ± SD:",
+        "",
+        "| metric | value |",
+        "| --- | ---: |",
+    ]
+    for key, title in names.items():
+        if key in found["mean_sd"]:
+            mean, sd = found["mean_sd"][key]
+            lines.append(f"| {title} | {mean:.3f} ± {sd:.3f} |")
+    speed = found["throughput"]
+    where = f"on {_machine(found)}" if "machine" in found else "on 2 cores"
+    lines += [
+        "",
+        f"Labelling 1,000 of the test reports (embedding, scoring, states) {where}: "
+        f"{speed['cold_reports_per_s']:,.0f} reports/s with a cold embedding cache, "
+        f"{speed['warm_reports_per_s']:,.0f} warm.",
+    ]
+    return "\n".join(lines)
+
+
+def node_sweep(name: str) -> str:
+    """The lockstep engine's paths on one node sweep: time, throughput, share of the peak, AUROC."""
+    found = _load(name)
+    float32 = found["paths"]["float32"]
+    lines = [
+        f"Measured on {found['machine']} (`python benchmarks/node_sweep.py"
+        + (" --granularity sentence" if found["granularity"] == "sentence" else "")
+        + (f" --repeats {found['repeats']}" if found["repeats"] != 20 else "")
+        + (" --skip loop" if "loop" not in found["paths"] else "")
+        + f"`: K=2..10, {found['repeats']} repeats x {found['rounds']} rounds = {found['runs']} "
+        f"runs at {found['granularity']} level, {found['sweep_tflop']} TFLOP of products; the "
+        f"matrix-product peak of the same invocation {found['peak_gflops']['float32']:,.0f} "
+        f"GFLOP/s in fp32 and {found['peak_gflops']['bfloat16']:,.0f} in bf16):",
+        "",
+        "| path | wall (s) | node-rows/s | GFLOP/s | of fp32 peak | macro AUROC | minus lockstep fp32 (mean, SD, paired p) |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    names = {
+        "loop": "per-node loop (`run_federation`), one training thread",
+        "float32": "lockstep fp32 (`Compute()`)",
+        "bf16": "lockstep bf16 (`Compute(bf16=True)`)",
+    }
+    for path, title in names.items():
+        if path not in found["paths"]:
+            continue
+        row = found["paths"][path]
+        diff = row.get("auroc_minus_float32")
+        versus = (
+            f"{diff['mean']:+.5f}, {diff['sd']:.4f}, p = {diff['paired_p']:.2f}" if diff else ""
+        )
+        lines.append(
+            f"| {title} | {row['s']:.1f} | {row['node_rows_per_s']:,} | {row['gflops']:.1f} | "
+            f"{row['of_float32_peak']:.1%} | {row['auroc_mean']:.4f} | {versus} |"
+        )
+    lines += [
+        "",
+        f"The sweep's path (`lockstep_path`, the fastest whose AUROC does not differ from fp32's): "
+        f"**{found['lockstep_path']}, {found['lockstep_s']} s**, "
+        f"{float32['s'] / found['lockstep_s']:.1f}x faster than lockstep fp32"
+        + (
+            f" and {found['paths']['loop']['s'] / found['lockstep_s']:.1f}x faster than the loop. "
+            f"Largest weight difference after one round between `Compute(replay=True)` and the "
+            f"loop: {found['max_weight_diff_after_one_round']:.1e}."
+            if "loop" in found["paths"]
+            else "."
+        ),
+    ]
+    return "\n".join(lines)
+
+
+def contention() -> str:
+    """Training and embedding alone and next to a process keeping every core busy."""
+    found = _load("contention")
+    runs = found["measured"]
+    lines = [
+        f"Measured on {found['cpus']} cores (`python benchmarks/contention.py`: the default "
+        f"model, {found['rounds']} rounds, embeddings cached; each in a fresh process):",
+        "",
+        "| work | threads | alone | busy | slowdown |",
+        "| --- | ---: | ---: | ---: | ---: |",
+    ]
+    for name, row in runs.items():
+        if name.startswith("training"):
+            who = "torch's default" if name.endswith("before") else "reportfed"
+            lines.append(
+                f"| training, {who} | {row['threads']} | {row['alone_s']:.1f} s | "
+                f"{row['busy_s']:.1f} s | **{row['slowdown']:.2f}x** |"
+            )
+        else:
+            lines.append(
+                f"| embedding, {name.split('/')[1]} | {row['threads']} | "
+                f"{row['alone_per_s']:.0f} reports/s | {row['busy_per_s']:.0f} reports/s | "
+                f"{row['alone_per_s'] / row['busy_per_s']:.2f}x |"
+            )
+    return "\n".join(lines)
+
+
 RENDERERS: dict[str, Callable[[], str]] = {
+    "granularity": granularity,
+    "labels_iu": labels_iu,
+    "node_sweep": functools.partial(node_sweep, "node_sweep"),
+    "node_sweep_sentence": functools.partial(node_sweep, "node_sweep_sentence"),
+    "contention": contention,
     "flower_engines": flower_engines,
     "flower_round": flower_round,
     "many_reports": many_reports,
