@@ -30,7 +30,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from reportfed.text.sentences import findings_sentences
+from reportfed.text.sentences import addendum_start, findings_sentences
 
 Assertion = Literal["affirmed", "negated", "uncertain"]
 #: how a report aggregates its mentions of a label: the first state any mention has
@@ -61,7 +61,8 @@ FINDINGS: dict[str, tuple[str, ...]] = {
         rf"(?:lung|pulmonary|lobe|hilar|parenchymal|cavitary|spiculated|soft tissue) mass{_PL}",
         rf"\bmass{_PL}\b",
         r"\blumps?\b",
-        rf"(?:lung|pulmonary|cavitary|parenchymal|lytic|focal) lesion{_PL}",
+        rf"(?:lung|pulmonary|cavitary|parenchymal|lytic|focal|coin) lesion{_PL}",
+        r"mass[- ]?like",
         r"neoplasm",
         r"tumou?r",
         r"(?:lung |pulmonary )?(?:carcinoma|cancer|malignancy)",
@@ -109,7 +110,12 @@ FINDINGS: dict[str, tuple[str, ...]] = {
         r"fluid in the (?:\w+ )?pleural space",
     ),
     "Pleural Other": (
-        r"pleural (?:thickening|plaques?|scarring|calcifications?|fibrosis)",
+        r"pleural (?:thickening|plaques?|scar(?:ring|s)?|calcifications?|fibrosis)",
+        r"(?:pleural|pleuro)[- ]?(?:parenchymal|pericardial) scar(?:ring|s)?",
+        r"pleural[- ]based (?:plaques?|calcifications?|thickening|scar(?:ring)?)",
+        r"diaphragmatic (?:pleural )?plaques?",
+        r"calcified plaques? (?:along|on|over|of) the (?:\w+ )?(?:hemi)?diaphragms?",
+        r"thickening of the (?:\w+ )?pleura",
         r"fibrothorax",
         r"apical (?:pleural )?(?:cap|capping|pleural thickening)",
     ),
@@ -164,6 +170,10 @@ ANATOMY: dict[str, tuple[str, ...]] = {
     "Pleural Effusion": (r"costophrenic (?:angles?|sulci|recess(?:es)?)", r"pleural spaces?"),
     "Pneumothorax": (),
 }
+#: label -> phrases that say the finding is gone (a negated mention: "the patient was extubated")
+GONE: dict[str, tuple[str, ...]] = {
+    "Support Devices": (r"extubat(?:ed|ion)", r"decannulat(?:ed|ion)"),
+}
 #: anatomy phrase + one of these (in its clause): the label is negated / affirmed / uncertain
 _NORMAL = (
     r"normal|within normal limits|unremarkable|not enlarged|not widened|clear|sharp|"
@@ -180,9 +190,11 @@ _NEGATION_BEFORE = (
 )
 _NEGATION_AFTER = (
     r"(?:is|are|was|were|has|have)?\s*(?:not|no longer) (?:\w+ )?(?:seen|identified|present|visuali[sz]ed|"
-    r"demonstrated|evident|appreciated|detected|noted|visible|apparent)|"
+    r"demonstrated|evident|appreciated|detected|noted|visible|apparent|confirmed)|"
     r"(?:has|have) (?:\w+ )?resolved|\bresolved\b|(?:is|are) absent|(?:has|have been|was|were) removed|"
-    r"\bremoved\b|(?:is|are) unlikely"
+    r"(?:is|was|are|were|represents?|represented|reflects?) (?:\w+ ){0,2}?(?:an? )?(?:artifact(?:ual)?|"
+    r"(?:overlying )?nipple shadows?|skin folds?)|"
+    r"\bremoved\b|(?:is|are) unlikely|(?:has been|have been|was|were) (?:pulled|discontinued)(?! back)"
 )
 _UNCERTAIN_BEFORE = (
     r"possibl[ey]|possibility|potential(?:ly)?|presum(?:ed|ably)|probabl[ey]|\blikely\b|"
@@ -192,13 +204,15 @@ _UNCERTAIN_BEFORE = (
     r"cannot (?:be )?(?:entirely |completely )?(?:exclude|rule out)|can ?not exclude|can't exclude|"
     r"differential|rule out|\br/o\b|eval(?:uate|uation)? (?:for|of)|assess(?:ment)? for|borderline|equivocal|"
     r"indeterminate|\bversus\b|\bvs\.?|\?|may not be excluded|raises the possibility|"
+    r"difficult to exclude|"
     r"not (?:be )?(?:entirely )?excluded"
 )
 _UNCERTAIN_AFTER = (
     r"cannot be (?:entirely |completely |totally )?(?:excluded|ruled out)|can ?not be excluded|"
     r"(?:is|are) not (?:entirely |completely )?(?:excluded|ruled out)|not (?:entirely )?excluded|"
     r"(?:is|are) (?:also )?(?:possible|likely|suspected|questioned|not excluded|a consideration|"
-    r"considered)|\bversus\b|\bvs\.?|\?|is difficult to exclude|could not be excluded|"
+    r"considered)|\bversus\b|\bvs\.?|\?|(?:is|would be|are) difficult to exclude|"
+    r"could not be excluded|"
     r"may be present|possibl[ey]"
 )
 #: a negation cue followed by these does not negate ("no change in the effusion")
@@ -235,6 +249,7 @@ _HEDGED_CAUSE = re.compile(
 _ALTERNATIVE = re.compile(r"^\s*,?\s*(?:and/)?or\s+(?:\w+\s+){0,2}$", re.IGNORECASE)
 _FINDING_RE = {label: _compile(p) for label, p in FINDINGS.items()}
 _ANATOMY_RE = {label: _compile(p) for label, p in ANATOMY.items() if p}
+_GONE_RE = {label: _compile(p) for label, p in GONE.items()}
 _NEG_BEFORE = re.compile(_NEGATION_BEFORE, re.IGNORECASE)
 _NEG_AFTER = re.compile(_NEGATION_AFTER, re.IGNORECASE)
 _UNC_BEFORE = re.compile(_UNCERTAIN_BEFORE, re.IGNORECASE)
@@ -365,6 +380,11 @@ def _sentence_mentions(sentence: str, labels: tuple[str, ...]) -> tuple[Mention,
         for span in spans:
             state, cue = _assert(sentence, *span)
             found.append(Mention(label, 0, span, state, text=sentence, cue=cue))
+        if label in _GONE_RE:
+            found += [
+                Mention(label, 0, m.span(), "negated", text=sentence, cue=m.group())
+                for m in _GONE_RE[label].finditer(sentence)
+            ]
         if spans or label not in _ANATOMY_RE:
             continue
         for m in _ANATOMY_RE[label].finditer(sentence):
@@ -376,9 +396,16 @@ def _sentence_mentions(sentence: str, labels: tuple[str, ...]) -> tuple[Mention,
 
 
 def decisive_mentions(text: str, labels: Iterable[str]) -> dict[str, Mention | None]:
-    """Per label, the mention of ``text`` that decides the report's state (:func:`decide`)."""
+    """Per label, the mention of ``text`` that decides the report's state (:func:`decide`); where
+    an addendum mentions the label, the addendum's mentions alone decide it (a later read corrects
+    the first)."""
     labels = list(labels)
-    return decide(find_mentions(text, labels), labels)
+    mentions = find_mentions(text, labels)
+    start = addendum_start(text)
+    if start is not None:  # an addendum that mentions a label corrects the first read of it
+        late = {m.label for m in mentions if m.sentence >= start}
+        mentions = [m for m in mentions if m.label not in late or m.sentence >= start]
+    return decide(mentions, labels)
 
 
 def decide(mentions: Iterable[Mention], labels: Iterable[str]) -> dict[str, Mention | None]:

@@ -80,6 +80,9 @@ _END = re.compile(r"[.!?;]+(?=\s|$)")
 _WORDS = re.compile(r"\S+")
 
 
+_ADDENDUM = re.compile(r"\s*addend(?:um|a)\b", re.IGNORECASE)
+
+
 def _is_context(section: str) -> bool:
     """Whether ``section`` (a header) gives the study's context, not what it shows."""
     return bool(_CONTEXT_SECTIONS.match(section.strip()))
@@ -171,16 +174,25 @@ def findings_sentences(text: str) -> list[str]:
     """The sentences that describe the study: all but those of context sections (indication,
     history, comparison, technique, examination) and requests ("Assess for effusion."); if that
     leaves none, every sentence but the requests and questions."""
-    return list(_findings_sentences(text))
+    return [sentence for _, sentence in _findings_sections(text)]
+
+
+def addendum_start(text: str) -> int | None:
+    """Where the report's first addendum begins, as an index into :func:`findings_sentences`
+    (``None``: no addendum)."""
+    sections = _findings_sections(text)
+    return next((i for i, (sec, _) in enumerate(sections) if _ADDENDUM.match(sec)), None)
 
 
 @functools.lru_cache(maxsize=4096)
-def _findings_sentences(text: str) -> tuple[str, ...]:
-    """:func:`findings_sentences`, remembered for the last reports read: labelling a chunk of
-    reports splits each one for the model and again for its mentions."""
+def _findings_sections(text: str) -> tuple[tuple[str, str], ...]:
+    """:func:`findings_sentences` with their sections, remembered for the last reports read:
+    labelling a chunk of reports splits each one for the model and again for its mentions."""
     pairs = split_sections(text)
-    kept = [s for section, s in pairs if not _is_context(section) and not _request(s)]
-    return tuple(kept or [s for _, s in pairs if not _request(s) and not s.rstrip().endswith("?")])
+    kept = [(sec, s) for sec, s in pairs if not _is_context(sec) and not _request(s)]
+    return tuple(
+        kept or [(sec, s) for sec, s in pairs if not _request(s) and not s.rstrip().endswith("?")]
+    )
 
 
 def _request(sentence: str) -> bool:

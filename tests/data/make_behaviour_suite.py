@@ -131,6 +131,130 @@ OPPOSITE = [
     "There is {a}, but no {b}.",
     "No {b}. {A} is present.",
 ]
+#: per family of phrasings, reports with the states they state (radiology usage and the CheXpert
+#: labeler's phrase lists; "calcified nodules" and granulomas are not lung lesions there)
+PHRASINGS: dict[str, list[tuple[str, dict[str, str]]]] = {
+    "lesion phrasings": [
+        ("A 6 mm nodule in the right upper lobe.", {"Lung Lesion": "1"}),
+        ("There is a 2.3 cm spiculated mass in the left upper lobe.", {"Lung Lesion": "1"}),
+        ("Right perihilar mass measuring 4 cm.", {"Lung Lesion": "1"}),
+        ("Multiple pulmonary nodules consistent with metastatic disease.", {"Lung Lesion": "1"}),
+        ("Cavitary lesion in the left lower lobe.", {"Lung Lesion": "1"}),
+        ("A 1 cm nodular opacity projects over the left mid lung.", {"Lung Lesion": "1"}),
+        ("Coin lesion in the right upper lobe.", {"Lung Lesion": "1"}),
+        ("Left apical mass-like opacity.", {"Lung Lesion": "1"}),
+        ("Masslike consolidation in the right upper lobe.", {"Lung Lesion": "1"}),
+        ("Innumerable bilateral nodules.", {"Lung Lesion": "1"}),
+        ("Pulmonary metastases are again seen.", {"Lung Lesion": "1"}),
+        ("Right upper lobe pulmonary nodule is unchanged.", {"Lung Lesion": "1"}),
+        ("No suspicious pulmonary nodules or masses.", {"Lung Lesion": "0"}),
+        ("The previously seen nodule is no longer visualized.", {"Lung Lesion": "0"}),
+        ("Possible nodule at the left base.", {"Lung Lesion": "-1"}),
+        ("Rounded opacity in the right lower lobe may represent a nodule.", {"Lung Lesion": "-1"}),
+    ],
+    "pneumothorax phrasings": [
+        ("Bilateral pneumothoraces.", {"Pneumothorax": "1"}),
+        ("Small left PTX.", {"Pneumothorax": "1"}),
+        ("Tension pneumothorax on the left.", {"Pneumothorax": "1"}),
+        ("Hydropneumothorax at the right base.", {"Pneumothorax": "1"}),
+        ("Right pneumothorax has slightly increased in size.", {"Pneumothorax": "1"}),
+        ("Persistent small left basilar pneumothorax.", {"Pneumothorax": "1"}),
+        ("Pneumothorax is again seen at the right apex.", {"Pneumothorax": "1"}),
+        ("Loculated pneumothorax at the left base.", {"Pneumothorax": "1"}),
+        ("Right apical PTX is smaller.", {"Pneumothorax": "1"}),
+        ("No pneumothoraces.", {"Pneumothorax": "0"}),
+        ("Pneumothorax has resolved.", {"Pneumothorax": "0"}),
+        ("No pneumothorax is seen after chest tube removal.", {"Pneumothorax": "0"}),
+        ("Apical lucency may represent a small pneumothorax.", {"Pneumothorax": "-1"}),
+        ("Questionable tiny left apical pneumothorax.", {"Pneumothorax": "-1"}),
+    ],
+    "pleural other phrasings": [
+        ("Bilateral calcified pleural plaques.", {"Pleural Other": "1"}),
+        ("Right apical pleural thickening is unchanged.", {"Pleural Other": "1"}),
+        ("Thickening of the pleura at the right apex.", {"Pleural Other": "1"}),
+        ("Biapical pleural-parenchymal scarring.", {"Pleural Other": "1"}),
+        ("Pleural-based calcifications along the left hemithorax.", {"Pleural Other": "1"}),
+        (
+            "Calcified plaques along the diaphragm from prior asbestos exposure.",
+            {"Pleural Other": "1"},
+        ),
+        ("Left pleural scar is stable.", {"Pleural Other": "1"}),
+        ("No pleural thickening.", {"Pleural Other": "0"}),
+        (
+            "Small left effusion versus pleural thickening.",
+            {"Pleural Other": "-1", "Pleural Effusion": "-1"},
+        ),
+    ],
+    "hedges after the finding": [
+        ("Left basilar opacity, likely atelectasis.", {"Atelectasis": "-1", "Lung Opacity": "1"}),
+        ("Right lower lobe opacity, pneumonia not excluded.", {"Pneumonia": "-1"}),
+        ("Right basilar opacity which may be pneumonia.", {"Pneumonia": "-1"}),
+        ("Opacity in the right lower lobe, possibly pneumonia.", {"Pneumonia": "-1"}),
+        ("Left lower lobe pneumonia is possible.", {"Pneumonia": "-1"}),
+        ("Left lower lobe consolidation, concerning for pneumonia.", {"Pneumonia": "-1"}),
+        ("Pneumonia is a consideration.", {"Pneumonia": "-1"}),
+        ("Infection is not excluded.", {"Pneumonia": "-1"}),
+        ("Mild edema is likely.", {"Edema": "-1"}),
+        ("Superimposed pneumonia cannot be entirely excluded.", {"Pneumonia": "-1"}),
+        ("Early pneumonia would be difficult to exclude.", {"Pneumonia": "-1"}),
+        ("Right lower lobe opacity could reflect pneumonia.", {"Pneumonia": "-1"}),
+    ],
+    "alternatives": [
+        (
+            "Bibasilar opacities, atelectasis versus pneumonia.",
+            {"Atelectasis": "-1", "Pneumonia": "-1"},
+        ),
+        ("Atelectasis or pneumonia at the left base.", {"Atelectasis": "-1", "Pneumonia": "-1"}),
+        ("Streaky opacities may be atelectasis or scarring.", {"Atelectasis": "-1"}),
+        ("Opacity which could represent aspiration or pneumonia.", {"Pneumonia": "-1"}),
+        (
+            "Left base opacity, atelectasis vs. consolidation.",
+            {"Atelectasis": "-1", "Consolidation": "-1"},
+        ),
+    ],
+    "devices removed": [
+        ("The endotracheal tube has been removed.", {"Support Devices": "0"}),
+        ("Interval removal of the right chest tube.", {"Support Devices": "0"}),
+        ("The nasogastric tube is no longer seen.", {"Support Devices": "0"}),
+        ("Right IJ catheter has been removed.", {"Support Devices": "0"}),
+        ("Status post removal of the PICC line.", {"Support Devices": "0"}),
+        ("Endotracheal and nasogastric tubes have been removed.", {"Support Devices": "0"}),
+        ("The patient has been extubated.", {"Support Devices": "0"}),
+        ("Chest tube was pulled.", {"Support Devices": "0"}),
+        ("Left chest tube remains in place.", {"Support Devices": "1"}),
+        (
+            "The endotracheal tube was pulled back 2 cm and terminates above the carina.",
+            {"Support Devices": "1"},
+        ),
+    ],
+    "addenda": [
+        (
+            "IMPRESSION: Right upper lobe nodule.\n\nADDENDUM: The previously reported nodule is "
+            "artifact from an overlying nipple shadow.",
+            {"Lung Lesion": "0"},
+        ),
+        (
+            "IMPRESSION: Small left pleural effusion.\n\nADDENDUM: The effusion was not confirmed "
+            "on the lateral view.",
+            {"Pleural Effusion": "0"},
+        ),
+        (
+            "FINDINGS: Right apical pneumothorax.\n\nADDENDUM: The apical lucency represents a skin "
+            "fold; there is no pneumothorax.",
+            {"Pneumothorax": "0"},
+        ),
+        (
+            "IMPRESSION: No acute cardiopulmonary process.\n\nADDENDUM: On further review, there is "
+            "a small left pneumothorax.",
+            {"Pneumothorax": "1"},
+        ),
+        (
+            "IMPRESSION: Left lower lobe opacity, likely atelectasis.\n\nADDENDUM: With the lateral "
+            "view, this represents left lower lobe pneumonia.",
+            {"Pneumonia": "1", "Atelectasis": "-1"},
+        ),
+    ],
+}
 #: neutral sentences and the findings each one touches (never used for those findings)
 FILLERS: list[tuple[str, set[str]]] = [
     (
@@ -249,6 +373,9 @@ def build() -> list[dict[str, str]]:
         b = FINDINGS[neg][1][k % len(FINDINGS[neg][1])].removeprefix("a ").removeprefix("an ")
         report = OPPOSITE[k % len(OPPOSITE)].format(a=a, A=_cap(a), b=b)
         _row(rows, "opposite polarity", report, _expect(**{pos: "1", neg: "0"}))
+    for category, reports in PHRASINGS.items():
+        for report, states in reports:
+            _row(rows, category, report, _expect(**states))
     return rows
 
 
