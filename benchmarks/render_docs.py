@@ -86,6 +86,28 @@ def embedding_backends() -> str:
     return "\n".join(lines)
 
 
+def cold_label() -> str:
+    """``reportfed label`` from cold: start-up and reports/s, per CPU kind, before and after."""
+    found = _load("cold_label")
+    cpus = {"native": "this CPU", "avx2": "capped to AVX2"}
+    lines = [
+        f"Measured on {_machine(found)} (`python benchmarks/cold_label.py"
+        + (f" --before <checkout of {found['before']}>" if found.get("before") else "")
+        + f"`, median of 3; {found['reports']:,} MIMIC-style stand-in reports of 15 to 25 "
+        "distinct IU sentences, an empty embedding cache, the default model and backend):",
+        "",
+        "| code | CPU | start-up: 6 example reports (s) | 1,000 reports (s) | reports/s after start-up |",
+        "| --- | --- | ---: | ---: | ---: |",
+    ]
+    for row in found["rows"]:
+        code = "this" if row["code"] == "this" else f"before ({found['before']})"
+        lines.append(
+            f"| {code} | {cpus[row['cpu']]} | {row['start_s']:.2f} | {row['whole_s']:.2f} | "
+            f"**{row['reports_per_s']:.0f}** |"
+        )
+    return "\n".join(lines)
+
+
 def many_reports() -> str:
     """Wall time and peak memory of ``reportfed label`` by the table's rows."""
     found = _load("many_reports")
@@ -312,6 +334,7 @@ def contention() -> str:
 
 
 RENDERERS: dict[str, Callable[[], str]] = {
+    "cold_label": cold_label,
     "granularity": granularity,
     "labels_iu": labels_iu,
     "node_sweep": functools.partial(node_sweep, "node_sweep"),
