@@ -12,4 +12,5 @@ EXPERIMENTS = (
     "size",
     "beyond",
     "sentence",
+    "consortium",
 )

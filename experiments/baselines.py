@@ -31,6 +31,10 @@ from reportfed.embed.granularity import embed_reports
 from reportfed.reports.node import Node, with_templates
 from reportfed.text.model import predict_state
 
+#: how the sweeps compute vectors, whatever this machine's default: the stored runs' way, so that
+#: a resumed sweep and a new arm pair with the stored runs on the same vectors
+SWEEP_NUMERICS = {"backend": "torch", "precision": "bf16"}
+
 
 @dataclass(frozen=True)
 class SiteRows:
@@ -237,7 +241,7 @@ def method_nodes(
         return nodes
     embed = partial(
         embed_reports,
-        embedder=shared_embedder(scenario.embedder),
+        embedder=shared_embedder(scenario.embedder, **SWEEP_NUMERICS),
         granularity=method.granularity,
         cache_dir=embeddings_cache_dir(),
         progress=False,

@@ -26,7 +26,7 @@ import pandas as pd
 from scipy import stats
 from tqdm.auto import tqdm
 
-from experiments.baselines import METHODS, Method, Scenario, run_method
+from experiments.baselines import METHODS, SWEEP_NUMERICS, Method, Scenario, run_method
 from experiments.lockstep import Compute
 from reportfed.core.config import FederationConfig, Granularity
 from reportfed.core.files import atomic_write
@@ -81,12 +81,13 @@ def iu_data(
     embedder: str = "minilm", section: str = "text", granularity: Granularity = "report"
 ) -> tuple[np.ndarray, np.ndarray, LabelSpace, str, list[str]]:
     """IU reports with all 13 findings annotated: embeddings (``granularity``: one per report, or
-    sentence bags), labels, label space, embedder fingerprint and report ids. ``section`` embeds
+    sentence bags, computed as :data:`SWEEP_NUMERICS` says), labels, label space, the embedder's
+    cache key (its fingerprint and how it computes) and report ids. ``section`` embeds
     ``findings`` or ``impression`` only."""
     table = load_iu(section=section).select_labels(list(CHEXPERT_13)).fully_annotated()
-    emb = make_embedder(embedder)
+    emb = make_embedder(embedder, **SWEEP_NUMERICS)
     x = embed_reports(table.texts, emb, granularity=granularity, cache_dir=embeddings_cache_dir())
-    return x, table.labels, table.label_space, emb.fingerprint, list(table.ids)
+    return x, table.labels, table.label_space, emb.cache_key, list(table.ids)
 
 
 def _write(path: Path, rows: list[dict[str, object]]) -> None:

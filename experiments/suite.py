@@ -37,9 +37,12 @@ import pandas as pd
 from experiments import EXPERIMENTS
 from experiments.baselines import METHODS, Scenario
 from experiments.beyond import (
+    CONSORTIUM,
     SENTENCE_VARIANTS,
     SWEEP,
+    TEMPLATED,
     VARIANTS,
+    consortium_table,
     cost_table,
     curve_plot,
     defaults_table,
@@ -377,6 +380,18 @@ def settings_for(name: str, embedders: Sequence[str]) -> tuple[list[Setting], st
             [Setting(f"K={k}", k, _iid(n_nodes=k, sentences=True), arms) for k in (2, 10)],
             "",
         )
+    if name == "consortium":  # issue 47: what a consortium of many sites gets, leak-free F1 first
+        arms = (
+            "sentence",
+            f"sentence+{TEMPLATED}",
+            f"sentence+{TEMPLATED}+prox=0.01",
+            f"sentence+{TEMPLATED}+momentum=0.9",
+            "central-sentence",
+        )
+        return (
+            [Setting(f"K={k}", k, _iid(n_nodes=k, sentences=True), arms) for k in (10, 6)],
+            "",
+        )
     raise SystemExit(f"unknown experiment {name!r}: choose one of {', '.join(EXPERIMENTS)}")
 
 
@@ -444,7 +459,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     tag = f"{args.name}-quick" if args.quick else args.name
     out = Path(args.out)
     print(f"results: {out.resolve()}", file=sys.stderr, flush=True)
-    methods = {**METHODS, **VARIANTS, **SENTENCE_VARIANTS}
+    methods = {**METHODS, **VARIANTS, **SENTENCE_VARIANTS, **CONSORTIUM}
     if args.tables_only:
         runs, labels, rounds = stored(tag, out)
         if runs.empty:
@@ -467,6 +482,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         settings, key=lambda s: len(s.methods)
     ).name  # per-label detail where most methods ran
     arms = [m for m in dict.fromkeys(m for s in settings for m in s.methods)]
+    if args.name == "consortium":
+        text += "".join("\n" + consortium_table(runs, s.name) for s in settings)
     if args.name == "beyond":
         text += beyond_tables(runs, labels, rounds, summary, out, tag)
         arms = [*SWEEP, *CENTRALS.values()]

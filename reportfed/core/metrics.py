@@ -130,14 +130,18 @@ def label_metrics(
     y_test: np.ndarray, p_test: np.ndarray, *, thresholds: np.ndarray | None = None
 ) -> dict[str, np.ndarray]:
     """Per-label metrics (arrays over the columns): ``paper_accuracy``, ``auroc``,
-    ``prevalence_accuracy`` and, given validation ``thresholds``, ``leakfree_accuracy`` and
-    ``leakfree_f1``. Every metric is NaN for a label that has one class only in ``y_test``."""
+    ``prevalence_accuracy``, ``f1_ceiling`` (F1 at the thresholds best on the test rows
+    themselves: what no threshold chosen elsewhere can beat, so the gap between it and
+    ``leakfree_f1`` is what better thresholds could buy) and, given validation ``thresholds``,
+    ``leakfree_accuracy`` and ``leakfree_f1``. Every metric is NaN for a label that has one class
+    only in ``y_test``."""
     auc = auroc(y_test, p_test)
     valid = ~np.isnan(auc)
     out = {
         "paper_accuracy": accuracy_at(y_test, p_test, youden_thresholds(y_test, p_test)),
         "auroc": auc,
         "prevalence_accuracy": prevalence_accuracy(y_test),
+        "f1_ceiling": f1_at(y_test, p_test, f1_thresholds(y_test, p_test)),
     }
     if thresholds is not None:
         out["leakfree_accuracy"] = accuracy_at(y_test, p_test, thresholds)

@@ -49,11 +49,23 @@ __all__ = [
 ]
 
 
-def shared_embedder(spec: str = DEFAULT_EMBEDDER, base_url: str | None = None) -> Embedder:
-    """One embedder per (spec, base URL, backend and precision asked for) in a process: labelers
-    cloned from each other (and repeats of an experiment) load the weights once."""
+def shared_embedder(
+    spec: str = DEFAULT_EMBEDDER,
+    base_url: str | None = None,
+    *,
+    backend: str | None = None,
+    precision: str | None = None,
+) -> Embedder:
+    """One embedder per (spec, base URL, backend and precision asked for, else the environment's)
+    in a process: labelers cloned from each other (and repeats of an experiment) load the weights
+    once."""
     env = os.environ
-    return _shared(spec, base_url, env.get("REPORTFED_BACKEND"), env.get("REPORTFED_PRECISION"))
+    return _shared(
+        spec,
+        base_url,
+        backend or env.get("REPORTFED_BACKEND"),
+        precision or env.get("REPORTFED_PRECISION"),
+    )
 
 
 @functools.lru_cache(maxsize=4)
