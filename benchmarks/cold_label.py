@@ -21,11 +21,10 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import tempfile
 from pathlib import Path
 
-from machine import machine
+from machine import checkout_commit, machine
 from many_reports import label, sentence_pool, write_reports
 
 from reportfed.core.files import atomic_write
@@ -77,20 +76,11 @@ def main() -> None:
     result = {
         "machine": machine(),
         "reports": REPORTS,
-        "before": args.before and _commit(args.before),
+        "before": args.before and checkout_commit(args.before),
         "rows": rows,
     }
     atomic_write(args.out, (json.dumps(result, indent=1) + "\n").encode())
     print(f"written {args.out}")
-
-
-def _commit(checkout: Path) -> str:
-    return subprocess.run(
-        ["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
 
 
 if __name__ == "__main__":

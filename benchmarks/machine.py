@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import platform
+import subprocess
 from pathlib import Path
 
 import torch
@@ -32,3 +33,13 @@ def machine() -> dict[str, object]:
         "torch": torch.__version__,
         "openvino": openvino.__version__.split("-")[0],
     }
+
+
+def checkout_commit(checkout: Path) -> str:
+    """The commit checked out in ``checkout`` (a ``--before`` benchmark's other code)."""
+    return subprocess.run(
+        ["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()

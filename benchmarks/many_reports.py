@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from machine import machine
+from machine import checkout_commit, machine
 
 from reportfed.core.files import atomic_write
 from reportfed.data.iu import load_iu
@@ -149,19 +149,13 @@ def main() -> None:
                 print(json.dumps(row), flush=True)
                 out.unlink()
             reports.unlink()
-    result = {"machine": machine(), "before": args.before and _commit(args.before), "rows": rows}
+    result = {
+        "machine": machine(),
+        "before": args.before and checkout_commit(args.before),
+        "rows": rows,
+    }
     atomic_write(args.out, (json.dumps(result, indent=1) + "\n").encode())
     print(f"written {args.out}")
-
-
-def _commit(checkout: Path) -> str:
-    """The commit checked out in ``checkout``."""
-    return subprocess.run(
-        ["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
 
 
 if __name__ == "__main__":

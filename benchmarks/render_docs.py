@@ -33,6 +33,11 @@ def _machine(found: dict) -> str:  # type: ignore[type-arg]
     return f"{m['cores']} cores of {m['cpu']} ({bf16} native bf16), torch {m['torch']}"
 
 
+def _code(row: dict, found: dict) -> str:  # type: ignore[type-arg]
+    """Which code a before/after row ran: this, or the checkout it was compared with."""
+    return "this" if row["code"] == "this" else f"before ({found['before']})"
+
+
 def long_report() -> str:
     """Seconds per step of labelling one report, by its length."""
     found = _load("long_report")
@@ -100,7 +105,7 @@ def cold_label() -> str:
         "| --- | --- | ---: | ---: | ---: |",
     ]
     for row in found["rows"]:
-        code = "this" if row["code"] == "this" else f"before ({found['before']})"
+        code = _code(row, found)
         lines.append(
             f"| {code} | {cpus[row['cpu']]} | {row['start_s']:.2f} | {row['whole_s']:.2f} | "
             f"**{row['reports_per_s']:.0f}** |"
@@ -121,7 +126,7 @@ def many_reports() -> str:
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for row in found["rows"]:
-        code = "this" if row["code"] == "this" else f"before ({found['before']})"
+        code = _code(row, found)
         lines.append(
             f"| {code} | {row['rows']:,} | {row['input_mb']:,.0f} | {row['output_mb']:,.0f} | "
             f"{row['wall_s']:,.1f} | {row['reports_per_s']:,.0f} | {row['peak_rss_mb']:,.0f} |"

@@ -112,6 +112,8 @@ SENTENCE_VARIANTS = {f"sentence+{name}": at_sentence_level(m) for name, m in VAR
 BEST = "epochs=20+distill=1+balance"  #: the combination measured best on whole reports
 LIGHT = "epochs=5+distill=1+balance"  #: the same with a quarter of the local epochs
 TEMPLATED = f"{LIGHT}+templates"  #: the lighter combination with template sentences
+#: the product's defaults' options (``TEMPLATED``)
+DEFAULT_OPTIONS = VARIANTS[TEMPLATED].options
 #: Leads for a consortium of many sites (issue 47), on top of the defaults, at sentence level.
 CONSORTIUM = {
     f"sentence+{m.name}": at_sentence_level(m)
@@ -121,25 +123,13 @@ CONSORTIUM = {
             "the defaults (5 local epochs, knowledge transfer, positive-class weighting, "
             "templates) + FedProx 0.01",
             "surgical",
-            options={
-                "local_epochs": 5,
-                "distill": 1.0,
-                "balance": True,
-                "templates": True,
-                "prox": 0.01,
-            },
+            options={**DEFAULT_OPTIONS, "prox": 0.01},
         ),
         Method(
             "epochs=5+distill=1+balance+templates+momentum=0.9",
             "the defaults + server momentum 0.9",
             "surgical",
-            options={
-                "local_epochs": 5,
-                "distill": 1.0,
-                "balance": True,
-                "templates": True,
-                "server_momentum": 0.9,
-            },
+            options={**DEFAULT_OPTIONS, "server_momentum": 0.9},
         ),
     )
 }
