@@ -2,13 +2,14 @@
 invocation.
 
 Arms: torch fp32 and bf16, OpenVINO fp32 and bf16, ONNX Runtime fp32 and dynamic int8, each
-embedding the same 2,000 distinct IU report sentences (``reportfed.text.sentences.report_units``)
-in a process of its own, on this CPU as it is and capped to AVX2 (``ONEDNN_MAX_CPU_ISA=AVX2
+embedding the same 2,000 distinct IU report sentences (``reportfed.text.sentences.report_units``) in
+a process of its own, on this CPU as it is and capped to AVX2 (``ONEDNN_MAX_CPU_ISA=AVX2
 ATEN_CPU_CAPABILITY=avx2``: torch and OpenVINO then run as on a CPU without AVX512-BF16; ONNX
-Runtime chooses its kernels by itself and ignores both). Per arm: sentences/s and the cosine of
-each vector to torch fp32's; an arm that cannot run under a cap is recorded as ``null`` (OpenVINO
-bf16 under the AVX2 cap, which ``auto`` never asks for). ``auto`` is what the default embedder
-runs under each cap (its cache key's last part).
+Runtime chooses its kernels by itself and ignores both). Per arm: sentences/s (the median of
+``--repeats`` runs, the arms interleaved) and the cosine of each vector to torch fp32's; an arm that
+cannot run under a cap is recorded as ``null`` (OpenVINO bf16 under the AVX2 cap, which ``auto``
+never asks for). ``auto`` is what the default embedder runs under each cap (its cache key's last
+part).
 
 With ``--quality`` each backend of ``--quality-arms`` (all but torch bf16, whose vectors are
 fp32's space, by default) also trains the default recipe on IU and labels the held-out
@@ -118,6 +119,9 @@ def main() -> None:
         default=["torch-fp32", "openvino-fp32", "openvino-bf16", "onnx-int8"],
         help="arms whose labels are measured (torch-bf16's vectors are fp32's space)",
     )
+    parser.add_argument(
+        "--repeats", type=int, default=3, help="speed runs per arm, interleaved; the median"
+    )
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--worker", choices=ARMS, help=argparse.SUPPRESS)
     parser.add_argument("--vectors", type=Path, help=argparse.SUPPRESS)
@@ -129,25 +133,30 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         speed: dict[str, dict[str, object]] = {}
-        for cap in CAPS:
-            reference = None
-            for arm in ARMS:
-                ran = run_arm(arm, cap, args.sentences, folder)
-                if ran is None:
-                    speed.setdefault(cap, {})[arm] = None
-                    continue
-                found, vectors = ran
-                reference = vectors if reference is None else reference
-                cosine = np.sum(vectors * reference, axis=1)
-                speed.setdefault(cap, {})["auto"] = found["auto"]
-                speed[cap][arm] = {
-                    "sentences_per_s": round(found["sentences_per_s"], 1),
-                    "cosine_to_fp32_mean": round(float(cosine.mean()), 4),
-                    "cosine_to_fp32_min": round(float(cosine.min()), 4),
-                }
-                print(cap, arm, speed[cap][arm], flush=True)
+        rates: dict[tuple[str, str], list[float]] = {}
+        for repeat in range(args.repeats):  # arms interleaved: a drifting machine hits each alike
+            for cap in CAPS:
+                reference = None
+                for arm in ARMS:
+                    ran = run_arm(arm, cap, args.sentences, folder)
+                    if ran is None:
+                        speed.setdefault(cap, {})[arm] = None
+                        continue
+                    found, vectors = ran
+                    rates.setdefault((cap, arm), []).append(found["sentences_per_s"])
+                    reference = vectors if reference is None else reference
+                    cosine = np.sum(vectors * reference, axis=1)
+                    speed.setdefault(cap, {})["auto"] = found["auto"]
+                    speed[cap][arm] = {
+                        "sentences_per_s": round(float(np.median(rates[cap, arm])), 1),
+                        "cosine_to_fp32_mean": round(float(cosine.mean()), 4),
+                        "cosine_to_fp32_min": round(float(cosine.min()), 4),
+                    }
+                    print(repeat, cap, arm, speed[cap][arm], flush=True)
+        result["repeats"] = args.repeats
         result["speed"] = speed
         if args.quality:
+            result["quality_seeds"] = args.seeds
             result["quality"] = {arm: quality(arm, args.seeds, folder) for arm in args.quality_arms}
             print(json.dumps(result["quality"], indent=1))
     atomic_write(args.out, (json.dumps(result, indent=1) + "\n").encode())

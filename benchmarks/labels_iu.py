@@ -37,6 +37,7 @@ from reportfed.core.files import atomic_write
 from reportfed.core.labels import CHEXPERT_14
 from reportfed.core.metrics import expected_calibration_error
 from reportfed.data.iu import load_iu
+from reportfed.embed import shared_embedder
 from reportfed.labeler import ReportLabeler
 
 RESULTS = Path(__file__).resolve().parent / "results" / "labels_iu.json"
@@ -122,6 +123,7 @@ def main() -> None:
     args = parser.parse_args()
     runs = [evaluate(seed) for seed in args.seeds]
     last = runs[-1]
+    labeler: ReportLabeler = last["labeler"]  # type: ignore[assignment]
     speed = throughput(last["labeler"], last["test"].texts[: args.throughput_reports])  # type: ignore[union-attr,index]
     rows = [{k: v for k, v in r.items() if k not in ("labeler", "test")} for r in runs]
     summary = {
@@ -143,6 +145,7 @@ def main() -> None:
     recall = {name: float(np.mean([r["recall_states"][name] for r in rows])) for name in labels}  # type: ignore[index]
     result = {
         "machine": machine(),
+        "embedder": shared_embedder(labeler.embedder, labeler.base_url).cache_key,
         "runs": rows,
         "mean_sd": summary,
         "recall_states": recall,

@@ -64,9 +64,11 @@ def embedding_backends() -> str:
     caps = {"native": "this CPU", "avx2": "capped to AVX2"}
     head = " | ".join(f"sentences/s, {caps[c]}" for c in speed)
     lines = [
-        f"Measured on {_machine(found)}, {found['sentences']:,} distinct IU sentences "
+        f"Measured on {_machine(found)}, {found['sentences']:,} distinct IU sentences, "
+        f"sentences/s the median of {found.get('repeats', 1)} interleaved runs "
         "(`python benchmarks/embedding_backends.py --quality`; the labels: the default recipe "
-        "on IU, seed 0, `benchmarks/labels_iu.py`):",
+        f"on IU, mean over seeds {', '.join(map(str, found.get('quality_seeds', [0])))}, "
+        "`benchmarks/labels_iu.py`):",
         "",
         f"| backend | {head} | cosine to fp32 (mean / min) | IU macro AUROC | F1 of state 1 | "
         "cold labelling (reports/s) |",
@@ -86,7 +88,8 @@ def embedding_backends() -> str:
             else " |  | "
         )
         lines.append(f"| {arm} | {rates} | {cos} | {labels} |")
-    auto = ", ".join(f"{caps[c]}: {speed[c]['auto']}" for c in speed)
+    named = {c: speed[c]["auto"] for c in speed}  # a torch cache key ends in the precision alone
+    auto = ", ".join(f"{caps[c]}: {a if '-' in a else 'torch-' + a}" for c, a in named.items())
     lines += ["", f"The default (`auto`) runs: {auto}."]
     return "\n".join(lines)
 
@@ -252,6 +255,8 @@ def labels_iu() -> str:
             lines.append(f"| {title} | {mean:.3f} ± {sd:.3f} |")
     speed = found["throughput"]
     where = f"on {_machine(found)}" if "machine" in found else "on 2 cores"
+    if "embedder" in found:
+        where += f", embedder `{found['embedder']}`"
     lines += [
         "",
         f"Labelling 1,000 of the test reports (embedding, scoring, states) {where}: "
