@@ -192,7 +192,8 @@ _NEGATION_AFTER = (
     r"(?:is|are|was|were|has|have)?\s*(?:not|no longer) (?:\w+ )?(?:seen|identified|present|visuali[sz]ed|"
     r"demonstrated|evident|appreciated|detected|noted|visible|apparent|confirmed)|"
     r"(?:has|have) (?:\w+ )?resolved|\bresolved\b|(?:is|are) absent|(?:has|have been|was|were) removed|"
-    r"(?:is|was|are|were|represents?|represented|reflects?) (?:\w+ ){0,2}?(?:an? )?(?:artifact(?:ual)?|"
+    r"(?<!may )(?<!might )(?<!could )(?:is|was|are|were|represents?|represented|reflects?) "
+    r"(?:\w+ ){0,2}?(?:an? )?(?:artifact(?:ual)?|"
     r"(?:overlying )?nipple shadows?|skin folds?)|"
     r"\bremoved\b|(?:is|are) unlikely|(?:has been|have been|was|were) (?:pulled|discontinued)(?! back)"
 )
@@ -213,7 +214,9 @@ _UNCERTAIN_AFTER = (
     r"(?:is|are) (?:also )?(?:possible|likely|suspected|questioned|not excluded|a consideration|"
     r"considered)|\bversus\b|\bvs\.?|\?|(?:is|would be|are) difficult to exclude|"
     r"could not be excluded|"
-    r"may be present|possibl[ey]"
+    r"may be present|possibl[ey]|"
+    r"(?:may|might|could) (?:\w+ )?(?:represent|be|reflect) (?:\w+ ){0,2}?(?:an? )?"
+    r"(?:artifact(?:ual)?|(?:overlying )?nipple shadows?|skin folds?)"
 )
 #: a negation cue followed by these does not negate ("no change in the effusion")
 _PSEUDO = (

@@ -151,6 +151,8 @@ PHRASINGS: dict[str, list[tuple[str, dict[str, str]]]] = {
         ("The previously seen nodule is no longer visualized.", {"Lung Lesion": "0"}),
         ("Possible nodule at the left base.", {"Lung Lesion": "-1"}),
         ("Rounded opacity in the right lower lobe may represent a nodule.", {"Lung Lesion": "-1"}),
+        ("Nodular density at the right base may represent artifact.", {"Lung Lesion": "-1"}),
+        ("The nodular density represents an artifact.", {"Lung Lesion": "0"}),
     ],
     "pneumothorax phrasings": [
         ("Bilateral pneumothoraces.", {"Pneumothorax": "1"}),
