@@ -88,6 +88,7 @@ def test_protocol_central_and_federated_on_synthetic_data() -> None:
             "prevalence_accuracy",
             "leakfree_accuracy",
             "leakfree_f1",
+            "f1_ceiling",
         }
         assert result.metrics["auroc"] > 0.75
     assert (
