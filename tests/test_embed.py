@@ -166,15 +166,21 @@ def test_bf16_stays_within_cosine_0999_of_fp32(iu_embedded) -> None:
 
 
 def test_openvino_gives_torch_fp32s_space_in_either_precision(monkeypatch) -> None:
+    from reportfed.embed.precision import native_bf16
+
     torch32 = make_embedder("minilm", precision="fp32", backend="torch")
     ref = torch32.embed(TEXTS)
-    for precision in ("fp32", "bf16"):
+    for precision in ("fp32", "bf16") if native_bf16("cpu") else ("fp32",):
         ov = make_embedder("minilm", precision=precision, backend="openvino")
         assert ov.fingerprint == torch32.fingerprint
         assert ov.cache_key == f"{torch32.fingerprint}:openvino-{precision}"
         assert np.sum(ref * ov.embed(TEXTS), axis=1).min() > 0.9999
     with pytest.raises(EmbeddingError, match="runs sentence-transformers models"):
         make_embedder("hf:minilm", backend="openvino")
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")  # a processor without AVX512-BF16
+    with pytest.raises(ConfigError, match="runs bf16 only on a CPU that multiplies bf16"):
+        make_embedder("minilm", precision="bf16", backend="openvino")
+    assert make_embedder("minilm", backend="openvino").cache_key.endswith(":openvino-fp32")
 
 
 def test_exported_backends_tokenize_as_transformers_does(iu_embedded) -> None:
@@ -204,8 +210,14 @@ def test_auto_backend_is_openvino_where_bf16_is_native_and_torch_elsewhere(monke
     from reportfed.embed import precision
     from reportfed.embed.openvino import OpenVinoEmbedder
 
-    monkeypatch.delenv("REPORTFED_BACKEND", raising=False)
-    monkeypatch.delenv("REPORTFED_PRECISION", raising=False)
+    # this CPU's caps (a run as on a machine without AVX512-BF16) and choices do not apply here
+    for name in (
+        "REPORTFED_BACKEND",
+        "REPORTFED_PRECISION",
+        "ONEDNN_MAX_CPU_ISA",
+        "ATEN_CPU_CAPABILITY",
+    ):
+        monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(precision, "cpu_flags", lambda: frozenset({"avx512f", "avx512_bf16"}))
     auto = make_embedder("minilm")
     assert isinstance(auto, OpenVinoEmbedder) and auto.precision == "bf16"

@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from reportfed.core.errors import EmbeddingError
+from reportfed.core.errors import ConfigError, EmbeddingError
 from reportfed.embed.exported import ExportedEmbedder
-from reportfed.embed.precision import Precision, precision_for
+from reportfed.embed.precision import Precision, native_bf16, precision_for
 
 #: OpenVINO's name of each precision (its ``INFERENCE_PRECISION_HINT``)
 _HINTS = {"fp32": "f32", "bf16": "bf16"}
@@ -37,6 +37,11 @@ class OpenVinoEmbedder(ExportedEmbedder):
         batch_size: int = 64,
     ) -> None:
         self.precision = precision_for(precision, "cpu")
+        if self.precision == "bf16" and not native_bf16("cpu"):
+            raise ConfigError(
+                "the openvino backend runs bf16 only on a CPU that multiplies bf16 natively "
+                "(AVX512-BF16 or AMX); use --precision fp32 or auto, or --backend torch"
+            )
         super().__init__(model, numerics=f"openvino-{self.precision}", batch_size=batch_size)
 
     @cached_property
