@@ -11,10 +11,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from experiments.baselines import Method
-from experiments.runner import CENTRALS, REFERENCE, REFERENCES, save_png
+from experiments.runner import CENTRALS, REFERENCE, REFERENCES, paired_p, save_png
 
 #: Beyond the paper: engine options on top of surgical aggregation (same splits, paired tests).
 VARIANTS = {
@@ -365,13 +364,10 @@ def consortium_table(runs: pd.DataFrame, setting: str) -> str:
             else "—"
             for m in metrics
         ]
-        tests = []
-        for m in ("leakfree_f1", "auroc"):
-            seeds = sub.index.intersection(base.index)
-            if method == DEFAULTS or len(seeds) < 2:
-                tests.append("")
-                continue
-            p = stats.ttest_rel(sub.loc[seeds, m], base.loc[seeds, m]).pvalue
-            tests.append(f"{p:.2g}")
+        ps = [
+            None if method == DEFAULTS else paired_p(sub[m], base[m])
+            for m in ("leakfree_f1", "auroc")
+        ]
+        tests = ["" if p is None else f"{p:.2g}" for p in ps]
         lines.append(f"| {method} | {len(sub)} | {' | '.join(cells)} | {' | '.join(tests)} |")
     return "\n".join(lines) + "\n"

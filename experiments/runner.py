@@ -181,6 +181,16 @@ def _bootstrap_ci(
     return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
 
 
+def paired_p(values: pd.Series, reference: pd.Series) -> float | None:
+    """The paired t-test's p of ``values`` against ``reference`` (both indexed by seed) on the
+    seeds they share: ``None`` with fewer than two, 1.0 where every pair is equal."""
+    common = values.index.intersection(reference.index)
+    if len(common) < 2:
+        return None
+    a, b = values.loc[common], reference.loc[common]
+    return 1.0 if np.allclose(a - b, 0) else float(stats.ttest_rel(a, b).pvalue)
+
+
 def summarize(
     runs: pd.DataFrame, settings: Sequence[Setting], methods: Mapping[str, Method] = METHODS
 ) -> pd.DataFrame:
@@ -205,14 +215,9 @@ def summarize(
                 lo, hi = _bootstrap_ci(v, rng)
                 row[f"{m}_mean"], row[f"{m}_sd"] = v.mean(), v.std(ddof=1) if len(v) > 1 else 0.0
                 row[f"{m}_ci"] = f"[{100 * lo:.2f}, {100 * hi:.2f}]"
-                common = sub.index.intersection(ref.index)
-                if method != paired and len(common) > 1:
-                    diff = sub.loc[common, m] - ref.loc[common, m]
-                    row[f"{m}_p"] = (
-                        1.0
-                        if np.allclose(diff, 0)
-                        else float(stats.ttest_rel(sub.loc[common, m], ref.loc[common, m]).pvalue)
-                    )
+                p = paired_p(sub[m], ref[m]) if method != paired else None
+                if p is not None:
+                    row[f"{m}_p"] = p
             out.append(row)
     return pd.DataFrame(out)
 
