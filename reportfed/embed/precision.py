@@ -7,6 +7,7 @@ GPU that supports it); elsewhere torch emulates it, several times slower than fp
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 from typing import Literal
@@ -23,18 +24,16 @@ _BF16_FLAGS = frozenset({"avx512_bf16", "amx_bf16"})
 _NO_BF16_ISA = ("SSE41", "AVX", "AVX2", "AVX2_VNNI", "AVX512_CORE", "AVX512_CORE_VNNI")
 
 
+@functools.cache
 def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> frozenset[str]:
-    """The processor's feature flags (Linux; empty elsewhere)."""
+    """The processor's feature flags (Linux; empty elsewhere): the first core's, read once a
+    process (every core of a machine lists the same, hundreds of times on a large server)."""
     try:
-        text = cpuinfo.read_text()
+        with cpuinfo.open() as lines:
+            first = next((line for line in lines if line.startswith("flags")), "")
     except OSError:
         return frozenset()
-    return frozenset(
-        word
-        for line in text.splitlines()
-        if line.startswith("flags")
-        for word in line.partition(":")[2].split()
-    )
+    return frozenset(first.partition(":")[2].split())
 
 
 def native_bf16(device: str) -> bool:
