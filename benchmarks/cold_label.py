@@ -24,10 +24,8 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from machine import checkout_commit, machine
+from machine import checkout_commit, machine, save_result
 from many_reports import label, sentence_pool, write_reports
-
-from reportfed.core.files import atomic_write
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results" / "cold_label.json"
@@ -79,8 +77,7 @@ def main() -> None:
         "before": args.before and checkout_commit(args.before),
         "rows": rows,
     }
-    atomic_write(args.out, (json.dumps(result, indent=1) + "\n").encode())
-    print(f"written {args.out}")
+    save_result(args.out, result)
 
 
 if __name__ == "__main__":

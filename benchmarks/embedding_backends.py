@@ -33,9 +33,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from machine import machine
-
-from reportfed.core.files import atomic_write
+from machine import machine, save_result
 
 RESULTS = Path(__file__).resolve().parent / "results" / "embedding_backends.json"
 HERE = Path(__file__).resolve().parent
@@ -159,8 +157,7 @@ def main() -> None:
             result["quality_seeds"] = args.seeds
             result["quality"] = {arm: quality(arm, args.seeds, folder) for arm in args.quality_arms}
             print(json.dumps(result["quality"], indent=1))
-    atomic_write(args.out, (json.dumps(result, indent=1) + "\n").encode())
-    print(f"written {args.out}")
+    save_result(args.out, result)
 
 
 if __name__ == "__main__":

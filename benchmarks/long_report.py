@@ -23,9 +23,8 @@ from collections.abc import Callable
 from itertools import pairwise
 from pathlib import Path
 
-from machine import machine
+from machine import machine, save_result
 
-from reportfed.core.files import atomic_write
 from reportfed.data.iu import load_iu
 from reportfed.default_model import load_default_model
 from reportfed.text.sentences import report_units, split_sentences
@@ -80,8 +79,7 @@ def main() -> None:
         {"sentences": b["sentences"], **{s: b[s] / a[s] for s in steps}} for a, b in pairwise(rows)
     ]
     result = {"machine": machine(), "rows": rows, "ratio_to_half_the_sentences": ratios}
-    atomic_write(args.out, (json.dumps(result, indent=1) + "\n").encode())
-    print(f"written {args.out}")
+    save_result(args.out, result)
 
 
 if __name__ == "__main__":

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import subprocess
 from pathlib import Path
 
 import torch
+
+from reportfed.core.files import atomic_write
 
 
 def cpu_model() -> str:
@@ -43,3 +46,9 @@ def checkout_commit(checkout: Path) -> str:
         text=True,
         check=True,
     ).stdout.strip()
+
+
+def save_result(path: Path, result: object) -> None:
+    """Write a benchmark's result as indented JSON, atomically, and say where."""
+    atomic_write(path, (json.dumps(result, indent=1) + "\n").encode())
+    print(f"written {path}")

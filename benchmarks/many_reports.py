@@ -27,9 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from machine import checkout_commit, machine
+from machine import checkout_commit, machine, save_result
 
-from reportfed.core.files import atomic_write
 from reportfed.data.iu import load_iu
 from reportfed.text.sentences import split_sentences
 
@@ -154,8 +153,7 @@ def main() -> None:
         "before": args.before and checkout_commit(args.before),
         "rows": rows,
     }
-    atomic_write(args.out, (json.dumps(result, indent=1) + "\n").encode())
-    print(f"written {args.out}")
+    save_result(args.out, result)
 
 
 if __name__ == "__main__":

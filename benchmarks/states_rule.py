@@ -20,10 +20,9 @@ from pathlib import Path
 
 import numpy as np
 from labels_iu import _macro, evaluate
-from machine import machine
+from machine import machine, save_result
 from sklearn.metrics import f1_score
 
-from reportfed.core.files import atomic_write
 from reportfed.text.calibration import calibrate, calibration_features
 from reportfed.text.states import chexpert_states, consistent_proba, report_mentions
 
@@ -81,8 +80,7 @@ def main() -> None:
     for row in rows:
         print(json.dumps({k: v for k, v in row.items()}, indent=None)[:400], flush=True)
     result = {"machine": machine(), "rows": rows}
-    atomic_write(args.out, (json.dumps(result, indent=1) + "\n").encode())
-    print(f"written {args.out}")
+    save_result(args.out, result)
 
 
 if __name__ == "__main__":
