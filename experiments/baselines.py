@@ -24,12 +24,12 @@ from experiments.lockstep import Compute, Mode, run_federations
 from reportfed.core.aggregation import GlobalState
 from reportfed.core.config import PAPER, FederationConfig, Granularity
 from reportfed.core.labels import LabelSpace
-from reportfed.core.metrics import auroc, f1_thresholds, label_metrics
+from reportfed.core.metrics import auroc, f1_thresholds, label_metrics, matched_thresholds
 from reportfed.core.paths import embeddings_cache_dir
 from reportfed.embed import DEFAULT_EMBEDDER, shared_embedder
 from reportfed.embed.granularity import embed_reports
 from reportfed.reports.node import Node, with_templates
-from reportfed.text.model import predict_state
+from reportfed.text.scoring import predict_state
 
 #: how the sweeps compute vectors, whatever this machine's default: the stored runs' way, so that
 #: a resumed sweep and a new arm pair with the stored runs on the same vectors
@@ -249,25 +249,43 @@ def method_nodes(
     return [with_templates(n, embed) for n in nodes]
 
 
-def _evaluate(
-    scenario: Scenario,
-    models: Sequence[tuple[GlobalState, np.ndarray, np.ndarray]],
-    config: FederationConfig,
-) -> Outcome:
-    """Metrics of models given as (weights, validation rows, validation labels): each predicts its
-    labels on the test rows with thresholds chosen on its validation rows."""
+@dataclass(frozen=True)
+class Judged:
+    """A model to evaluate: its weights, the validation rows of every site it serves, their
+    labels where the site annotates them (NaN elsewhere), every row of those sites (training and
+    validation), and each label's prevalence over the annotated rows (what the sites holding
+    it can count)."""
+
+    state: GlobalState
+    val_x: np.ndarray
+    val_y: np.ndarray
+    all_x: np.ndarray
+    prevalence: np.ndarray
+
+
+def _evaluate(scenario: Scenario, models: Sequence[Judged], config: FederationConfig) -> Outcome:
+    """Metrics of ``models``: each predicts its labels on the test rows with thresholds chosen
+    three ways: best F1 on the validation rows annotated (``leakfree_*``), and the score above
+    which each label's share of rows matches its prevalence, no label seen, over all
+    validation rows (``matched_f1``) or all rows (``matched_all_f1``)."""
     x_test, y_true, names = scenario.x[scenario.test], [], []
     probs, thresholds = [], []
-    for state, val_x, val_y in models:
-        cols = scenario.labels.indices(state.labels)
-        probs.append(predict_state(state, x_test, config))
-        thresholds.append(f1_thresholds(val_y, predict_state(state, val_x, config)))
+    rules: dict[str, list[np.ndarray]] = {"matched": [], "matched_all": []}
+    for model in models:
+        cols = scenario.labels.indices(model.state.labels)
+        probs.append(predict_state(model.state, x_test))
+        val_p = predict_state(model.state, model.val_x)
+        thresholds.append(f1_thresholds(model.val_y, val_p))
+        rules["matched"].append(matched_thresholds(val_p, model.prevalence))
+        all_p = predict_state(model.state, model.all_x)
+        rules["matched_all"].append(matched_thresholds(all_p, model.prevalence))
         y_true.append(scenario.y[np.ix_(scenario.test, cols)])
-        names += list(state.labels)
+        names += list(model.state.labels)
     per_label = label_metrics(
         np.concatenate(y_true, axis=1),
         np.concatenate(probs, axis=1),
         thresholds=np.concatenate(thresholds),
+        rules={name: np.concatenate(rule) for name, rule in rules.items()},
     )
     by_label: dict[str, dict[str, list[float]]] = {}
     for j, name in enumerate(names):
@@ -303,23 +321,36 @@ def run_method(
     outcomes = []
     for scenario, result, federation in zip(scenarios, results, federations, strict=True):
         val_x = {s.name: scenario.site_x(s)[s.val] for s in scenario.sites}
+        all_x = {s.name: scenario.site_x(s)[np.concatenate([s.fit, s.val])] for s in scenario.sites}
         # thresholds come from what a site knows: its annotations (every label for "observed")
         known = method if method.missing == "observed" else replace(method, missing="masked")
         val_y = {s.name: _targets(scenario, s, s.val, known) for s in scenario.sites}
+        counted = {
+            s.name: _targets(scenario, s, np.concatenate([s.fit, s.val]), known)
+            for s in scenario.sites
+        }
+        union = scenario.union()
         if method.per_site:
-            union = scenario.union()
             models = [
-                (result.nodes[s.name], val_x[s.name], val_y[s.name][:, union.indices(s.labels)])
+                Judged(
+                    result.nodes[s.name],
+                    val_x[s.name],
+                    val_y[s.name][:, union.indices(s.labels)],
+                    all_x[s.name],
+                    np.nanmean(counted[s.name][:, union.indices(s.labels)], axis=0),
+                )
                 for s in scenario.sites
             ]
         else:
             state = result.state if result.state is not None else result.nodes["central"]
-            cols = scenario.union().indices(state.labels)
+            cols = union.indices(state.labels)
             models = [
-                (
+                Judged(
                     state,
                     np.concatenate(list(val_x.values())),
                     np.concatenate(list(val_y.values()))[:, cols],
+                    np.concatenate(list(all_x.values())),
+                    np.nanmean(np.concatenate(list(counted.values()))[:, cols], axis=0),
                 )
             ]
         outcome = _evaluate(scenario, models, config)
@@ -328,8 +359,7 @@ def run_method(
             x_test = scenario.x[scenario.test]
             y_test = scenario.y[np.ix_(scenario.test, scenario.labels.indices(final.labels))]
             outcome.curve = [
-                float(np.nanmean(auroc(y_test, predict_state(s, x_test, config))))
-                for s in result.rounds
+                float(np.nanmean(auroc(y_test, predict_state(s, x_test)))) for s in result.rounds
             ]
             outcome.round_megabytes = round_bytes(final, federation, config) / 1e6
         outcomes.append(outcome)

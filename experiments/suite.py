@@ -381,7 +381,7 @@ def settings_for(name: str, embedders: Sequence[str]) -> tuple[list[Setting], st
             "",
         )
     if name == "consortium":  # issue 47: what a consortium of many sites gets, leak-free F1 first
-        arms = (
+        compared = (
             "sentence",
             f"sentence+{TEMPLATED}",
             f"sentence+{TEMPLATED}+prox=0.01",
@@ -389,7 +389,7 @@ def settings_for(name: str, embedders: Sequence[str]) -> tuple[list[Setting], st
             "central-sentence",
         )
         return (
-            [Setting(f"K={k}", k, _iid(n_nodes=k, sentences=True), arms) for k in (10,)],
+            [Setting(f"K={k}", k, _iid(n_nodes=k, sentences=True), compared) for k in (10, 6)],
             "",
         )
     raise SystemExit(f"unknown experiment {name!r}: choose one of {', '.join(EXPERIMENTS)}")

@@ -7,6 +7,7 @@ from reportfed.core.metrics import (
     evaluate,
     expected_calibration_error,
     f1_at,
+    matched_thresholds,
     prevalence_accuracy,
     youden_thresholds,
 )
@@ -45,3 +46,11 @@ def test_expected_calibration_error_on_a_known_case() -> None:
     y = np.array([[1], [0], [1], [0], [np.nan]])
     p = np.array([[0.9], [0.1], [0.8], [0.8], [0.5]])
     assert expected_calibration_error(y, p)[0] == pytest.approx((0.1 + 0.1 + 2 * 0.3) / 4)
+
+
+def test_matched_thresholds_call_each_labels_prevalence_positive() -> None:
+    p = np.array([[0.9, 0.1], [0.8, 0.2], [0.3, 0.3], [0.2, 0.4]])
+    t = matched_thresholds(p, np.array([0.5, 0.0]))
+    assert (p >= t).sum(axis=0).tolist() == [2, 0]  # half the rows; none
+    assert t[0] == (0.8 + 0.3) / 2
+    assert (p >= matched_thresholds(p, np.array([1.0, 0.26]))).sum(axis=0).tolist() == [4, 1]

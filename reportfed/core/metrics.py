@@ -13,6 +13,8 @@ left out of macro averages (``nanmean``).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 
 from reportfed.core.errors import ConfigError
@@ -74,6 +76,23 @@ def f1_thresholds(y: np.ndarray, p: np.ndarray) -> np.ndarray:
     return np.array(out)
 
 
+def matched_thresholds(p: np.ndarray, prevalence: np.ndarray) -> np.ndarray:
+    """Per-label threshold calling the share ``prevalence`` of the rows of ``p`` positive, so a
+    label's rate of positive calls matches its prevalence (no label of ``p``'s rows is needed):
+    halfway between the lowest score called positive and the next one."""
+    out = []
+    for pc, q in zip(np.asarray(p).T, prevalence, strict=True):
+        scores = np.sort(pc)[::-1]
+        k = round(float(q) * len(scores))
+        if k == 0:  # none called: just above the highest score
+            out.append(float(np.nextafter(scores[0], np.inf)) if len(scores) else 0.5)
+        elif k >= len(scores):
+            out.append(float(scores[-1]) / 2)
+        else:
+            out.append(float(scores[k - 1] + scores[k]) / 2)
+    return np.array(out)
+
+
 def accuracy_at(y: np.ndarray, p: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
     """Per-label accuracy of ``p >= threshold``."""
     return np.array(
@@ -127,14 +146,19 @@ def prevalence_accuracy(y: np.ndarray) -> np.ndarray:
 
 
 def label_metrics(
-    y_test: np.ndarray, p_test: np.ndarray, *, thresholds: np.ndarray | None = None
+    y_test: np.ndarray,
+    p_test: np.ndarray,
+    *,
+    thresholds: np.ndarray | None = None,
+    rules: Mapping[str, np.ndarray] | None = None,
 ) -> dict[str, np.ndarray]:
     """Per-label metrics (arrays over the columns): ``paper_accuracy``, ``auroc``,
     ``prevalence_accuracy``, ``f1_ceiling`` (F1 at the thresholds best on the test rows
     themselves: what no threshold chosen elsewhere can beat, so the gap between it and
     ``leakfree_f1`` is what better thresholds could buy) and, given validation ``thresholds``,
-    ``leakfree_accuracy`` and ``leakfree_f1``. Every metric is NaN for a label that has one class
-    only in ``y_test``."""
+    ``leakfree_accuracy`` and ``leakfree_f1``; ``rules`` names more thresholds (other ways of
+    choosing them, e.g. :func:`matched_thresholds`), each giving ``<name>_f1``. Every metric is
+    NaN for a label that has one class only in ``y_test``."""
     auc = auroc(y_test, p_test)
     valid = ~np.isnan(auc)
     out = {
@@ -146,6 +170,8 @@ def label_metrics(
     if thresholds is not None:
         out["leakfree_accuracy"] = accuracy_at(y_test, p_test, thresholds)
         out["leakfree_f1"] = f1_at(y_test, p_test, thresholds)
+    for name, rule in (rules or {}).items():
+        out[f"{name}_f1"] = f1_at(y_test, p_test, rule)
     return {k: np.where(valid, v, np.nan) for k, v in out.items()}
 
 
