@@ -44,7 +44,7 @@ from reportfed.core.files import atomic_write
 from reportfed.core.metrics import auroc
 from reportfed.reports.engine import run_federation
 from reportfed.reports.node import Node
-from reportfed.text.model import predict_state
+from reportfed.text.scoring import predict_state
 
 RESULTS = Path(__file__).resolve().parent / "results"
 PATHS = ("float32", "bf16", "loop")
@@ -87,7 +87,7 @@ def flop_per_row(dim: int, config: FederationConfig, labels: int, sentences: flo
 
 
 def macro_auroc(sc: Scenario, state, config: FederationConfig) -> float:  # type: ignore[no-untyped-def]
-    p = predict_state(state, sc.x[sc.test], config)
+    p = predict_state(state, sc.x[sc.test])
     return float(np.nanmean(auroc(sc.y[np.ix_(sc.test, sc.labels.indices(state.labels))], p)))
 
 

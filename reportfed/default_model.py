@@ -5,12 +5,16 @@ report (MeSH-derived labels), sentence-level, with the default embedder and the 
 hyperparameters (:data:`~reportfed.core.config.PAPER`: two sites holding every label need neither
 knowledge transfer nor template sentences, and it builds in seconds on first use), cached in the
 user cache directory. Its thresholds are chosen for F1 on the sites' validation rows.
+
+``reportfed label`` reads it with :class:`~reportfed.reader.ReportReader` (no torch, no
+scikit-learn); :func:`load_default_model` gives the :class:`~reportfed.labeler.ReportLabeler`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -19,8 +23,11 @@ from reportfed.core.config import PAPER
 from reportfed.core.errors import ModelFileError
 from reportfed.core.labels import CHEXPERT_14
 from reportfed.core.paths import cache_dir
-from reportfed.labeler import ReportLabeler
+from reportfed.reader import ReportReader
 from reportfed.text.model_file import FORMAT
+
+if TYPE_CHECKING:
+    from reportfed.labeler import ReportLabeler
 
 SITES = 2
 
@@ -32,14 +39,16 @@ def default_model_path() -> Path:
     return cache_dir() / "models" / f"iu-minilm-sentence-{__version__}-f{fmt}.safetensors"
 
 
-def load_default_model(
+def default_model_file(
     *, cache_dir: str | Path | None = None, say: Callable[[str], None] = print
-) -> ReportLabeler:
-    """Load the cached default model, building it first if it is missing or unreadable."""
+) -> Path:
+    """The cached default model's file, built first if it is missing or unusable (``cache_dir``:
+    the embedding cache the build uses)."""
     path = default_model_path()
     if path.is_file():
         try:
-            return ReportLabeler.load(path, cache_dir=cache_dir)
+            ReportReader.load(path)
+            return path
         except ModelFileError as exc:
             say(f"default model {path} is unusable ({exc}); rebuilding it")
     say(
@@ -48,6 +57,7 @@ def load_default_model(
         f"sentences of ~3,900 reports once (about 30 s) and trains (about 20 s)"
     )
     from reportfed.data.iu import load_iu
+    from reportfed.labeler import ReportLabeler
 
     table = load_iu().fully_annotated()
     sites = [f"site{i % SITES}" for i in np.random.default_rng(0).permutation(len(table))]
@@ -56,4 +66,14 @@ def load_default_model(
     )
     labeler.save(path)
     say(f"default model saved to {path}")
-    return labeler
+    return path
+
+
+def load_default_model(
+    *, cache_dir: str | Path | None = None, say: Callable[[str], None] = print
+) -> ReportLabeler:
+    """Load the cached default model, building it first if it is missing or unusable."""
+    from reportfed.labeler import ReportLabeler
+
+    path = default_model_file(cache_dir=cache_dir, say=say)
+    return ReportLabeler.load(path, cache_dir=cache_dir)

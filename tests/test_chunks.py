@@ -14,7 +14,7 @@ from reportfed.cli import main
 from reportfed.core.errors import InputFileError, OutputFileError
 from reportfed.core.files import StagedTables, atomic_write, table_data
 from reportfed.data.table import count_reports, iter_reports, read_reports
-from reportfed.labeler import _padded_groups
+from reportfed.reader import _padded_groups
 
 ROWS = [
     ("r1", "No pleural effusion."),

@@ -1,5 +1,7 @@
 import json
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pandas as pd
@@ -226,6 +228,16 @@ def test_label_with_the_default_model_built_on_first_use(tmp_path, capsys, env) 
         main(["label", "--reports", str(ROOT / "examples" / "reports.csv"), "--out", str(out)]) == 0
     )
     assert "building" not in capsys.readouterr().err  # reused from the user cache
+    # labelling, as a user starts it, imports neither torch nor scikit-learn (seconds of start-up)
+    started = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "reportfed", *command, "--precision", "fp32"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    imported = {line.rsplit("|", 1)[-1].strip() for line in started.stderr.splitlines()}
+    assert "reportfed.reader" in imported and not imported & {"torch", "sklearn"}
+    pd.testing.assert_frame_equal(pd.read_csv(out), expected)
 
 
 @pytest.mark.parametrize(

@@ -3,13 +3,15 @@ import pytest
 import torch
 
 from experiments.protocol import Protocol, simulate
+from reportfed.core.aggregation import GlobalState
 from reportfed.core.config import FederationConfig
 from reportfed.core.labels import LabelSpace
 from reportfed.core.metrics import auroc
 from reportfed.nn.loss import masked_bce
 from reportfed.reports.engine import run_federation
 from reportfed.reports.node import Node
-from reportfed.text.model import global_model, predict_proba
+from reportfed.text.model import _sentence_logits, global_model, node_model, predict_proba
+from reportfed.text.scoring import check_architecture, decisive_sentences, predict_state
 from reportfed.text.train import positive_weights
 
 from .synthetic import synthetic
@@ -114,3 +116,34 @@ def test_config_refuses_values_no_run_can_use(field: str, value: object) -> None
 
     with pytest.raises(ConfigError, match=field):
         FederationConfig(**{field: value})  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("skip", [False, True])
+def test_labelling_in_numpy_is_the_torch_model(skip: bool) -> None:
+    """The NumPy forward pass (labelling) gives the torch model's probabilities (training) on
+    reports and on sentence bags with padding, and the same decisive sentences."""
+    from reportfed.nn.arrays import to_arrays
+
+    config = FederationConfig(hidden=(32, 16), skip=skip)
+    space = LabelSpace(("Edema", "Cardiomegaly", "Fracture"))
+    model = node_model(12, len(space), config, seed=3)
+    with torch.no_grad():  # a skip term that is not zero, as after training
+        for p in model.parameters():
+            p.add_(torch.randn(p.shape, generator=torch.Generator().manual_seed(1)) * 0.3)
+    state = GlobalState(space, *to_arrays(model))
+    check_architecture(state, 12, config)
+    rng = np.random.default_rng(0)
+    reports = rng.normal(size=(50, 12)).astype(np.float32)
+    bags = rng.normal(size=(40, 7, 12)).astype(np.float32)
+    bags[::3, 4:] = 0  # padding
+    bags[5] = 0  # a report without a sentence
+    torch_model = global_model(state, 12, config)
+    for x in (reports, bags):
+        np.testing.assert_allclose(
+            predict_state(state, x), predict_proba(torch_model, torch.from_numpy(x)), atol=1e-6
+        )
+    with torch.no_grad():
+        top = _sentence_logits(torch_model.score, torch.from_numpy(bags)).argmax(dim=1).numpy()
+    assert np.array_equal(decisive_sentences(state, bags), top)
+    with pytest.raises(ValueError, match="architecture"):
+        check_architecture(state, 12, FederationConfig(hidden=(32,), skip=skip))

@@ -248,7 +248,7 @@ def test_lockstep_without_replay_learns_like_the_loop(granularity: str, compute:
     """Drawn dropout masks (sentence bags always draw them) and bfloat16 products: not the loop's
     numbers, the same learning."""
     from reportfed.core.metrics import auroc
-    from reportfed.text.model import predict_state
+    from reportfed.text.scoring import predict_state
 
     x, y, space = synthetic(n=1000, dim=12, seed=0)
     rows = [slice(0, 300), slice(300, 600), slice(600, 1000)]
@@ -260,8 +260,8 @@ def test_lockstep_without_replay_learns_like_the_loop(granularity: str, compute:
     assert lock is not None and lock.labels == loop.labels
     assert np.abs(lock.shared["0.weight"] - loop.shared["0.weight"]).max() > 1e-3
     truth = test.y[:, space.indices(lock.labels)]
-    a = np.nanmean(auroc(truth, predict_state(lock, test.x, config)))
-    b = np.nanmean(auroc(truth, predict_state(loop, test.x, config)))
+    a = np.nanmean(auroc(truth, predict_state(lock, test.x)))
+    b = np.nanmean(auroc(truth, predict_state(loop, test.x)))
     assert a > 0.7 and abs(a - b) < 0.03, (a, b)  # chance is 0.5
 
 

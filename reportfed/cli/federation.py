@@ -298,9 +298,9 @@ def _lost_nodes(model: Path) -> dict[str, dict[str, Any]]:
 
 def cmd_import(args: argparse.Namespace) -> None:
     from reportfed.core.labels import canonical
-    from reportfed.labeler import ReportLabeler
+    from reportfed.reader import ReportReader
 
-    labeler = ReportLabeler.load(args.model, progress=False)
+    labeler = ReportReader.load(args.model, progress=False)
     if args.labels:
         asked = [s.strip() for s in args.labels.split(",") if s.strip()]
         labeler = labeler.select_labels(asked)

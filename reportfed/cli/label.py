@@ -24,8 +24,8 @@ def cmd_label(args: argparse.Namespace) -> None:
     from tqdm.auto import tqdm
 
     from reportfed.data.table import count_reports, iter_reports
-    from reportfed.default_model import load_default_model
-    from reportfed.labeler import ReportLabeler
+    from reportfed.default_model import default_model_file
+    from reportfed.reader import ReportReader
 
     out = Path(args.out)
     extra = {flag: Path(value) for flag, value in
@@ -39,11 +39,8 @@ def cmd_label(args: argparse.Namespace) -> None:
             f"skipped {skipped} reports that are empty, missing or without a word "
             "(a number is no report)"
         )
-    labeler = (
-        ReportLabeler.load(args.model, cache_dir=args.cache_dir)
-        if args.model
-        else load_default_model(cache_dir=args.cache_dir, say=say)
-    )
+    model = args.model or default_model_file(cache_dir=args.cache_dir, say=say)
+    labeler = ReportReader.load(model, cache_dir=args.cache_dir)
     names = list(labeler.classes_)
     written = dict(paths)
     page = ReviewPage(names) if args.review else None

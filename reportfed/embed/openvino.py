@@ -3,8 +3,9 @@ fp32 elsewhere. In bf16 it is the fastest backend measured and the closest to fp
 choice on such a CPU (``benchmarks/embedding_backends.py``).
 
 OpenVINO reads the ONNX file exported once into the user cache (:mod:`reportfed.embed.exported`)
-with its runtime alone: ``openvino.convert_model``, which would trace torch directly, reports
-usage to its makers unless the user has opted out, and a hospital's labeller must not.
+with its runtime alone, and keeps the model it compiles for the CPU in its own cache beside it.
+``openvino.convert_model``, which would trace torch directly, reports usage to its makers unless
+the user has opted out, and a hospital's labeller must not.
 Both precisions give torch fp32's vector space (cosine >= 0.9999): the same fingerprint as
 torch's, another cache key.
 """
@@ -53,11 +54,15 @@ class OpenVinoEmbedder(ExportedEmbedder):
                 "the openvino backend needs openvino, which reportfed installs: pip install openvino"
             ) from None
         core = openvino.Core()
+        exported = self.exported()
+        # compiled for this CPU once, then loaded from OpenVINO's own cache beside the export in
+        # a fifth of the time (0.2 s against 0.7 s of every start)
+        settings = {
+            "INFERENCE_PRECISION_HINT": _HINTS[self.precision],
+            "CACHE_DIR": str(exported.parent / "openvino"),
+        }
         try:
-            model = core.read_model(str(self.exported()))
-            return core.compile_model(
-                model, "CPU", {"INFERENCE_PRECISION_HINT": _HINTS[self.precision]}
-            )
+            return core.compile_model(str(exported), "CPU", settings)
         except RuntimeError as exc:
             first = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
             raise EmbeddingError(f"OpenVINO cannot run {self.model_name}: {first}") from None

@@ -2,7 +2,8 @@
 layer (one sigmoid output per label) is the *task block*.
 
 Any torch module with ``representation`` and ``task`` submodules (the vision models too) converts
-to and from the aggregation core's arrays with :func:`to_arrays` / :func:`load_arrays`.
+to and from the aggregation core's arrays with :func:`to_arrays` / :func:`load_arrays`. Training
+runs here, in torch; labelling runs the same forward pass in NumPy (:mod:`reportfed.text.scoring`).
 """
 
 from __future__ import annotations
@@ -153,18 +154,3 @@ def global_model(state: GlobalState, input_dim: int, config: FederationConfig) -
     model = node_model(input_dim, len(state.labels), config)
     load_arrays(model, state.shared, state.task)
     return model.eval()
-
-
-def predict_state(state: GlobalState, x: np.ndarray, config: FederationConfig) -> np.ndarray:
-    """Probabilities of the model with weights ``state`` on embeddings ``x``."""
-    model = global_model(state, x.shape[-1], config)
-    return predict_proba(model, torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)))
-
-
-@torch.inference_mode()
-def decisive_sentences(state: GlobalState, x: np.ndarray, config: FederationConfig) -> np.ndarray:
-    """Per report and label ``(n, labels)``, the index of the sentence whose logit max pooling
-    takes (the sentence behind the presence probability) in sentence bags ``x``."""
-    model = global_model(state, x.shape[-1], config)
-    bags = torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32))
-    return _sentence_logits(model.score, bags).argmax(dim=1).numpy()
