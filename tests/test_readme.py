@@ -127,7 +127,13 @@ def _run_bash(script: str, cwd: Path, timeout: float) -> subprocess.CompletedPro
     the background (servers, nodes) is stopped when it ends. Its output goes to ``block.log``
     (attached to the report of a failing test)."""
     bindir = str(Path(sys.executable).parent)  # the `reportfed` of this interpreter
-    env = {**os.environ, "PATH": bindir + os.pathsep + os.environ.get("PATH", "")}
+    env = {
+        **os.environ,
+        "PATH": bindir + os.pathsep + os.environ.get("PATH", ""),
+        # the Quickstarts run from the checkout's root, where `python -m experiments` finds the
+        # research package (the wheel ships only reportfed and vision); ``cwd`` stands in for it
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    }
     log = cwd / "block.log"
     with open(log, "w") as out:
         proc = subprocess.Popen(
