@@ -92,6 +92,17 @@ STATEMENTS: list[tuple[str, str, dict[str, int]]] = [
     ("lungs", "Left hilar mass.", {"Lung Lesion": 1}),
     ("lungs", "No suspicious pulmonary nodules.", {"Lung Lesion": 0}),
     ("lungs", "A possible nodule overlies the left fourth rib.", {"Lung Lesion": -1}),
+    ("lungs", "Coin lesion in the right upper lobe.", {"Lung Lesion": 1}),
+    ("lungs", "Left apical mass-like opacity.", {"Lung Lesion": 1}),
+    # hedges after the finding, and alternatives
+    ("lungs", "Left basilar opacity, likely atelectasis.", {"Lung Opacity": 1, "Atelectasis": -1}),
+    ("lungs", "Right lower lobe opacity, pneumonia not excluded.", {"Pneumonia": -1}),
+    (
+        "lungs",
+        "Bibasilar opacities, atelectasis versus pneumonia.",
+        {"Atelectasis": -1, "Pneumonia": -1},
+    ),
+    ("lungs", "Mild edema is likely.", {"Edema": -1}),
     # pleura
     ("pleura", "Small left pleural effusion.", {"Pleural Effusion": 1}),
     ("pleura", "Moderate bilateral pleural effusions have increased.", {"Pleural Effusion": 1}),
@@ -110,6 +121,16 @@ STATEMENTS: list[tuple[str, str, dict[str, int]]] = [
     ("pleura", "Questionable small right pneumothorax.", {"Pneumothorax": -1}),
     ("pleura", "Left pleural thickening.", {"Pleural Other": 1}),
     ("pleura", "Calcified pleural plaques.", {"Pleural Other": 1}),
+    ("pleura", "Bilateral pneumothoraces.", {"Pneumothorax": 1}),
+    ("pleura", "Small left PTX.", {"Pneumothorax": 1}),
+    ("pleura", "Pneumothorax has resolved.", {"Pneumothorax": 0}),
+    ("pleura", "Biapical pleural-parenchymal scarring.", {"Pleural Other": 1}),
+    (
+        "pleura",
+        "Calcified plaques along the diaphragm from prior asbestos exposure.",
+        {"Pleural Other": 1},
+    ),
+    ("pleura", "No pleural thickening.", {"Pleural Other": 0}),
     # bones
     ("bones", "Acute fracture of the right seventh rib.", {"Fracture": 1}),
     ("bones", "Old healed left clavicle fracture.", {"Fracture": 1}),
@@ -125,6 +146,10 @@ STATEMENTS: list[tuple[str, str, dict[str, int]]] = [
     ),
     ("lines", "Nasogastric tube courses below the diaphragm.", {"Support Devices": 1}),
     ("lines", "Sternotomy wires are intact.", {"Support Devices": 1}),
+    # devices removed
+    ("lines", "The endotracheal tube has been removed.", {"Support Devices": 0}),
+    ("lines", "Interval removal of the right chest tube.", {"Support Devices": 0}),
+    ("lines", "The patient has been extubated.", {"Support Devices": 0}),
 ]
 ANATOMY = {
     "lines": "Lines and tubes",
