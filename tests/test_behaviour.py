@@ -36,6 +36,7 @@ FLOORS = {
     "hedges after the finding": 1.0,
     "alternatives": 1.0,
     "devices removed": 1.0,
+    "structured fields": 1.0,
     "addenda": 1.0,
 }
 

@@ -253,6 +253,14 @@ _ALTERNATIVE = re.compile(r"^\s*,?\s*(?:and/)?or\s+(?:\w+\s+){0,2}$", re.IGNOREC
 _FINDING_RE = {label: _compile(p) for label, p in FINDINGS.items()}
 _ANATOMY_RE = {label: _compile(p) for label, p in ANATOMY.items() if p}
 _GONE_RE = {label: _compile(p) for label, p in GONE.items()}
+#: a field of a structured report: "Pneumothorax: none.", "Lines and tubes: ..." (the name, the
+#: colon, the value); its value says what the name's finding is
+_FIELD = re.compile(r"^\s*[A-Za-z][A-Za-z /&,-]{0,40}?:\s*")
+#: a field's value that says its finding is absent ("Pneumothorax: None.")
+_ABSENT_VALUE = re.compile(
+    r"(?:none|no|absent|negative|not (?:seen|present|identified|visualized))[\s.;]*",
+    re.IGNORECASE,
+)
 _NEG_BEFORE = re.compile(_NEGATION_BEFORE, re.IGNORECASE)
 _NEG_AFTER = re.compile(_NEGATION_AFTER, re.IGNORECASE)
 _UNC_BEFORE = re.compile(_UNCERTAIN_BEFORE, re.IGNORECASE)
@@ -395,7 +403,34 @@ def _sentence_mentions(sentence: str, labels: tuple[str, ...]) -> tuple[Mention,
             if said is not None:
                 found.append(Mention(label, 0, m.span(), said[0], text=sentence, cue=said[1]))
                 break
-    return tuple(_hedged(sentence, found))
+    return tuple(_hedged(sentence, _fields(sentence, found)))
+
+
+def _fields(sentence: str, found: list[Mention]) -> list[Mention]:
+    """The mentions of a structured field's name ("Lines and tubes: ...", "Pneumothorax: none.")
+    read from its value: dropped where the value mentions the same finding itself (the value
+    decides: "Lines and tubes: the endotracheal tube has been removed."), negated where the value
+    says it is absent ("none", "no", "negative"), else in the state the value's cues give the
+    name read after it ("Pneumothorax: questionable small left apical.": uncertain; "Pleural
+    effusion: small right.": affirmed)."""
+    field = _FIELD.match(sentence)
+    if field is None:
+        return found
+    named = [m for m in found if m.span[1] <= field.end()]
+    in_value = {m.label for m in found if m.span[0] >= field.end()}
+    value = sentence[field.end() :].rstrip(" .;")
+    absent = _ABSENT_VALUE.fullmatch(sentence, field.end())
+    out = [m for m in found if m not in named]
+    for m in named:
+        if m.label in in_value:
+            continue
+        if absent:
+            out.append(replace(m, assertion="negated", cue=absent.group().strip(" .;")))
+            continue
+        probe = f"{value} {sentence[m.span[0] : m.span[1]]}"
+        state, cue = _assert(probe, len(value) + 1, len(probe))
+        out.append(replace(m, assertion=state, cue=cue))
+    return out
 
 
 def decisive_mentions(text: str, labels: Iterable[str]) -> dict[str, Mention | None]:

@@ -229,6 +229,16 @@ PHRASINGS: dict[str, list[tuple[str, dict[str, str]]]] = {
             {"Support Devices": "1"},
         ),
     ],
+    "structured fields": [
+        ("Lines and tubes: None.", {"Support Devices": "0"}),
+        ("Pneumothorax: None.", {"Pneumothorax": "0"}),
+        ("Pleural effusion: absent.", {"Pleural Effusion": "0"}),
+        ("Lines and tubes: The endotracheal tube has been removed.", {"Support Devices": "0"}),
+        ("Tubes and lines: Right PICC tip in the SVC.", {"Support Devices": "1"}),
+        ("Pleural effusion: Small right.", {"Pleural Effusion": "1"}),
+        ("Pneumothorax: Small left apical.", {"Pneumothorax": "1"}),
+        ("Pneumothorax: Questionable small left apical.", {"Pneumothorax": "-1"}),
+    ],
     "addenda": [
         (
             "IMPRESSION: Right upper lobe nodule.\n\nADDENDUM: The previously reported nodule is "
