@@ -343,7 +343,34 @@ def contention() -> str:
     return "\n".join(lines)
 
 
+def assertion_context() -> str:
+    """Share of right states on the suites and IU F1 of state 1, per way of reading assertions."""
+    found = _load("assertion_context")
+    arms = {
+        "reportfed": "reportfed's rules (kept)",
+        "context": "ConText",
+        "either": "reportfed, with ConText's negations and hedges added",
+    }
+    best = max(found["iu_macro_f1_state_1"].values())
+    lines = [
+        "| | behaviour suite | layout suite | IU, macro F1 of state 1 vs MeSH |",
+        "| --- | ---: | ---: | ---: |",
+    ]
+    for arm, name in arms.items():
+        cells = []
+        for suite in ("behaviour", "layouts"):
+            shares = found[suite][arm]
+            weak = sorted((v, k) for k, v in shares.items() if k != "all" and v < 0.95)[:2]
+            said = ", ".join(f"{k} {v:.2f}" for v, k in weak)
+            cells.append(f"{shares['all']:.3f}" + (f" ({said})" if said else ""))
+        f1 = found["iu_macro_f1_state_1"][arm]
+        cells.append(f"**{f1:.3f}**" if f1 == best else f"{f1:.3f}")
+        lines.append(f"| {name} | {' | '.join(cells)} |")
+    return "\n".join(lines)
+
+
 RENDERERS: dict[str, Callable[[], str]] = {
+    "assertion_context": assertion_context,
     "cold_label": cold_label,
     "granularity": granularity,
     "labels_iu": labels_iu,
