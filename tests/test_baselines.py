@@ -30,7 +30,8 @@ def test_surgical_method_equals_the_labelers_simulation(data) -> None:  # type: 
         expected = simulate(x, y, space, protocol, seed=4).metrics
         sc = scenario(x, y, space, protocol, 4)
         (got,) = run_method([sc], METHODS[method], FAST, Compute(replay=True))
-        assert got.metrics == pytest.approx(expected, abs=1e-6)
+        # the experiments also judge the prevalence-matched thresholds, which simulate does not
+        assert {k: got.metrics[k] for k in expected} == pytest.approx(expected, abs=1e-6)
 
 
 def test_every_method_runs_and_evaluates_every_label(data) -> None:  # type: ignore[no-untyped-def]
@@ -43,8 +44,12 @@ def test_every_method_runs_and_evaluates_every_label(data) -> None:  # type: ign
         assert [o.seed for o in outcomes] == [0, 1]
         assert set(outcomes[0].per_label) == set(space), name
         assert 0.5 < outcomes[0].metrics["auroc"] <= 1.0, name
-    # with no shared label, local heads are surgical aggregation (unique rows are never averaged)
-    assert results["local-heads"][0].metrics == pytest.approx(results["surgical"][0].metrics)
+    # with no shared label, local heads are surgical aggregation (unique rows are never averaged);
+    # only the prevalence-matched thresholds differ: a model per site matches over its own rows
+    same = [m for m in results["surgical"][0].metrics if not m.startswith("matched")]
+    assert {m: results["local-heads"][0].metrics[m] for m in same} == pytest.approx(
+        {m: results["surgical"][0].metrics[m] for m in same}
+    )
     # the fully labelled central baseline beats every federated method on this learnable task
     best = max(results[m][0].metrics["auroc"] for m in ("surgical", "fl-zero-fill", "local"))
     assert results["central"][0].metrics["auroc"] > best
