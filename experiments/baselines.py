@@ -28,6 +28,7 @@ from reportfed.core.metrics import auroc, f1_thresholds, label_metrics, matched_
 from reportfed.core.paths import embeddings_cache_dir
 from reportfed.embed import DEFAULT_EMBEDDER, shared_embedder
 from reportfed.embed.granularity import embed_reports
+from reportfed.reports.engine import round_traffic
 from reportfed.reports.node import Node, with_templates
 from reportfed.text.scoring import predict_state
 
@@ -361,19 +362,7 @@ def run_method(
             outcome.curve = [
                 float(np.nanmean(auroc(y_test, predict_state(s, x_test)))) for s in result.rounds
             ]
-            outcome.round_megabytes = round_bytes(final, federation, config) / 1e6
+            traffic = round_traffic(final, federation, config).values()
+            outcome.round_megabytes = sum(b["down"] + b["up"] for b in traffic) / 1e6
         outcomes.append(outcome)
     return outcomes
-
-
-def round_bytes(state: GlobalState, nodes: Sequence[Node], config: FederationConfig) -> int:
-    """Bytes of weights one round moves between the server and ``nodes`` (float32 arrays as
-    sent, before any framing): each node receives the shared block and its head's rows (every
-    label's with ``distill``) and sends the shared block and its own labels' rows."""
-    shared = sum(np.asarray(v).nbytes for v in state.shared.values())
-    row = sum(np.asarray(v)[0].nbytes for v in state.task.values())
-    total = 0
-    for node in nodes:
-        received = len(state.labels) if config.distill > 0 else len(node.labels)
-        total += 2 * shared + (received + len(node.labels)) * row
-    return total

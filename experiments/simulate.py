@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from pathlib import Path
 
 from experiments.protocol import Protocol, simulate
 from reportfed.cli import run
 from reportfed.cli.options import Parser, check_outputs, say
-from reportfed.cli.train import add_training_options, save_labeler, training_labeler
+from reportfed.cli.train import (
+    add_training_options,
+    save_labeler,
+    training_labeler,
+    training_outputs,
+)
 from reportfed.core import schema
 from reportfed.core.config import PAPER_SETTINGS, FederationConfig
 from reportfed.core.errors import ReportfedError
@@ -28,7 +32,7 @@ def cmd_simulate(args: argparse.Namespace) -> None:
         raise ReportfedError(
             f"--shared must be in [0, {len(labels)}] (the labels), got {args.shared}"
         )
-    check_outputs([("--out", Path(args.out)), ("--metrics", Path(args.metrics))])
+    check_outputs(training_outputs(args))
     config = schema.from_args(FederationConfig, args)
     protocol = Protocol(args.nodes, args.shared, val_fraction=args.val_fraction, federation=config)
     labeler = training_labeler(args, config, args.val_fraction)
@@ -50,7 +54,7 @@ def cmd_simulate(args: argparse.Namespace) -> None:
         "test_metrics": result.metrics,
         "node_labels": [list(s) for s in result.node_labels],
     }
-    save_labeler(result.labeler, args.out, args.metrics, summary)
+    save_labeler(result.labeler, args.out, args.metrics, summary, report=args.report)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -31,6 +32,7 @@ from reportfed.reader import ReportReader, _check_embeddings
 from reportfed.reports.engine import run_federation
 from reportfed.reports.node import Node, with_templates
 from reportfed.text.calibration import calibration_features, fit_calibration
+from reportfed.text.scoring import predict_state
 from reportfed.text.sentences import check_granularity
 from reportfed.text.states import report_mentions
 
@@ -64,7 +66,8 @@ class ReportLabeler(ReportReader, BaseEstimator):
 
     Learned attributes: ``classes_`` (label names), ``thresholds_`` (on the model's scores),
     ``calibration_`` (:mod:`reportfed.text.calibration`), ``state_`` (global weights),
-    ``embedder_fingerprint_``, ``input_dim_``, ``provenance_``.
+    ``embedder_fingerprint_``, ``input_dim_``, ``provenance_``, and from :meth:`fit` the
+    ``history_`` of its rounds (seconds, nodes, bytes, losses, validation AUROC per label).
     """
 
     def __init__(
@@ -185,7 +188,10 @@ class ReportLabeler(ReportReader, BaseEstimator):
             masked[:, cols] = y[np.ix_(val, cols)]
             val_rows.append(val)
             val_y.append(masked)
-        result = run_federation(fed_nodes, config, progress=self.progress)
+        vrows = np.concatenate(val_rows)
+        watch = _validation_auroc(x[vrows], np.concatenate(val_y), labels) if len(vrows) else None
+        result = run_federation(fed_nodes, config, evaluate=watch, progress=self.progress)
+        self.history_ = result.history
         # the caller's label order (the federation merges in union order)
         kept = LabelSpace(tuple(name for name in labels if name in result.state.labels))
         self._set_fitted(
@@ -201,7 +207,6 @@ class ReportLabeler(ReportReader, BaseEstimator):
                 "final_loss": result.history[-1]["loss"] if result.history else {},
             },
         )
-        vrows = np.concatenate(val_rows)
         held_out: dict[str, dict[str, float | int | None]] = {}
         if len(vrows):
             truth = np.concatenate(val_y)[:, labels.indices(kept)]
@@ -217,6 +222,26 @@ class ReportLabeler(ReportReader, BaseEstimator):
         self.provenance_["held_out"] = held_out
         _warn_if_untrained(result.history[-1]["loss"], self.thresholds_, kept, config)
         return self
+
+
+def _validation_auroc(
+    x: np.ndarray, y: np.ndarray, labels: LabelSpace
+) -> Callable[[int, GlobalState], dict[str, Any]]:
+    """The per-round evaluation of a fit: each label's AUROC on the validation rows ``x`` (labels
+    ``y`` over ``labels``, NaN where the row's site does not annotate), and their mean."""
+
+    def evaluate(_: int, state: GlobalState) -> dict[str, Any]:
+        aucs = auroc(y[:, labels.indices(state.labels)], predict_state(state, x))
+        found = {
+            f"auroc/{name}": round(float(a), 4)
+            for name, a in zip(state.labels, aucs, strict=True)
+            if not np.isnan(a)
+        }
+        if found:
+            found["macro-auroc"] = round(float(np.mean(list(found.values()))), 4)
+        return {"evaluation": found}
+
+    return evaluate
 
 
 def _chance_loss(config: FederationConfig) -> float:

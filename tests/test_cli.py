@@ -11,6 +11,7 @@ from experiments.simulate import main as simulate
 from reportfed.cli import main
 from reportfed.core.labels import CHEXPERT_14
 
+from .browser import render
 from .conftest import ROOT
 
 
@@ -90,12 +91,18 @@ def test_train_from_node_tables_then_label_headerless_input(tmp_path, capsys, en
                 str(model),
                 "--metrics",
                 str(metrics),
+                "--report",
+                str(tmp_path / "report.html"),
             ]
         )
         == 0
     )
     summary = json.loads(metrics.read_text())
     assert summary["labels"] == ["Cardiomegaly", "Atelectasis", "Pleural Effusion"]
+    # the run report, in a real browser: validation AUROC of every label by round, no console
+    dom, console = render(tmp_path / "report.html", tmp_path / "report.png")
+    assert console == [] and dom.count("<svg") == 3 and dom.count("<polyline") == 3
+    assert "3 round(s)" in dom and all(f"{name}</td>" in dom for name in summary["labels"])
     err = capsys.readouterr().err
     assert "warning" not in err
     # the held-out quality, printed and stored

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 def cmd_train(args: argparse.Namespace) -> None:
     from reportfed.data.table import read_reports
 
-    check_outputs([("--out", Path(args.out)), ("--metrics", Path(args.metrics))])
+    check_outputs(training_outputs(args))
     site = schema.from_args(SiteSettings, args)
     labeler = training_labeler(args, schema.from_args(FederationConfig, args), site.val_fraction)
     custom = names(args.custom_labels or "")
@@ -66,7 +66,13 @@ def cmd_train(args: argparse.Namespace) -> None:
     if held_out:
         say(held_out_table(held_out))
     summary = {"nodes": labeler.provenance_["nodes"], "held_out": held_out}
-    save_labeler(labeler, args.out, args.metrics, summary)
+    save_labeler(labeler, args.out, args.metrics, summary, report=args.report)
+
+
+def training_outputs(args: argparse.Namespace) -> list[tuple[str, Path]]:
+    """The files a training command writes, by the flag that names them."""
+    named = [("--out", args.out), ("--metrics", args.metrics), ("--report", args.report)]
+    return [(flag, Path(value)) for flag, value in named if value]
 
 
 def held_out_table(held_out: dict[str, dict[str, Any]]) -> str:
@@ -100,22 +106,33 @@ def training_labeler(
 
 
 def save_labeler(
-    labeler: ReportLabeler, out: str | Path, metrics: str | Path, summary: dict[str, Any]
+    labeler: ReportLabeler,
+    out: str | Path,
+    metrics: str | Path,
+    summary: dict[str, Any],
+    *,
+    report: str | Path | None = None,
 ) -> None:
-    """Write a trained labeler's model file and its training summary (JSON), all or none."""
+    """Write a trained labeler's model file, its training summary (JSON) and, where asked, the
+    run report page of its rounds (:mod:`reportfed.flower.report_page`), all or none."""
+    from reportfed.flower.report_page import in_process, render
+
     summary = {
         **summary,
         "model": str(out),
         "labels": list(labeler.classes_),
         "thresholds": [round(float(t), 4) for t in labeler.thresholds_],
     }
-    write_together(
-        [
-            (out, encode_model(labeler.model_file())),
-            (metrics, json.dumps(summary, indent=2).encode()),
-        ]
-    )
-    say(f"wrote model {out} and summary {metrics}")
+    files = [
+        (out, encode_model(labeler.model_file())),
+        (metrics, json.dumps(summary, indent=2).encode()),
+    ]
+    if report:
+        page = render(labeler.history_, in_process(labeler.provenance_, len(labeler.history_)))
+        files.append((report, page.encode()))
+    write_together(files)
+    also = f" and report {report}" if report else ""
+    say(f"wrote model {out}, summary {metrics}{also}")
 
 
 def add_training_options(p: argparse.ArgumentParser) -> None:
@@ -125,6 +142,12 @@ def add_training_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", default="reportfed-model.safetensors", help="the model file written")
     p.add_argument(
         "--metrics", default="reportfed-metrics.json", help="the training summary (JSON) written"
+    )
+    p.add_argument(
+        "--report",
+        default=None,
+        help="also write the run's report page (HTML: per-label validation AUROC, seconds and "
+        "MB per round, which site holds which label, the settings)",
     )
     add_embedder_options(p)
 

@@ -4,6 +4,7 @@ every engine (the loop, lockstep, Flower nodes) derives the same way."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -31,12 +32,14 @@ def run_rounds(
     index)``), then the server steps.
 
     Returns one history entry per round: ``round`` (1-based), each node metric by node name,
-    ``rejected`` updates with their reasons (when any), and what ``evaluate(round, state)``
-    returns after the round.
+    the nodes whose updates were ``accepted``, ``rejected`` updates with their reasons (when
+    any), the round's wall ``seconds`` (training and the server step) and what
+    ``evaluate(round, state)`` returns after the round.
     """
     history: list[dict[str, Any]] = []
     for r in tqdm(range(rounds), desc="rounds", disable=not progress, leave=False):
         entry: dict[str, Any] = {"round": r + 1}
+        start = time.perf_counter()
         updates = []
         for i, node in enumerate(nodes):
             update, metrics = node.train(server.state, r, i)
@@ -44,6 +47,8 @@ def run_rounds(
             for key, value in metrics.items():
                 entry.setdefault(key, {})[update.node_id] = value
         step = server.step(updates)
+        entry["accepted"] = step.accepted
+        entry["seconds"] = round(time.perf_counter() - start, 3)
         if step.rejected:
             entry["rejected"] = step.rejected
         if evaluate is not None:

@@ -2,7 +2,11 @@
 beside its model after every round: per-label AUROC by round, seconds and megabytes per round,
 the nodes of each round and why any was left out, which hospital holds which label, the nodes
 lost or excluded, and the run's settings. Plots are inline SVG; every plotted number is also in
-a table, and the lines carry text markers, so the page reads without colour."""
+a table, and the lines carry text markers, so the page reads without colour.
+
+The same page shows an in-process run (``reportfed train --report``, ``python -m experiments
+simulate --report``): its history has the same entries, its AUROC is on the validation rows and
+its megabytes are the weights the sites would exchange (:func:`in_process`)."""
 
 from __future__ import annotations
 
@@ -26,6 +30,16 @@ def write_report(
     """Write the run report of ``history`` (``history.json``'s entries) and the model's
     ``provenance`` to ``path``, atomically."""
     return atomic_write(path, render(history, provenance).encode())
+
+
+def in_process(provenance: Mapping[str, Any], rounds: int) -> dict[str, Any]:
+    """A fitted :class:`~reportfed.labeler.ReportLabeler`'s ``provenance_`` in the form the page
+    reads from a Flower model's (its nodes and their labels, the round, the settings)."""
+    nodes = {name: list(info["labels"]) for name, info in provenance.get("nodes", {}).items()}
+    return {
+        "federation": {"modality": "reports, in one process", "nodes": nodes, "round": rounds},
+        "config": provenance.get("config", {}),
+    }
 
 
 def render(history: Sequence[Mapping[str, Any]], provenance: Mapping[str, Any]) -> str:

@@ -9,6 +9,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from reportfed.core.aggregation import GlobalState
 from reportfed.core.config import FederationConfig
 from reportfed.core.errors import ConfigError
@@ -31,12 +33,13 @@ def run_federation(
     nodes: Sequence[Node],
     config: FederationConfig = FederationConfig(),
     *,
-    evaluate: Callable[[int, GlobalState], dict[str, float]] | None = None,
+    evaluate: Callable[[int, GlobalState], dict[str, Any]] | None = None,
     progress: bool = True,
 ) -> FederationResult:
     """Run ``config.rounds`` rounds of local training + surgical aggregation.
 
-    ``evaluate(round, state)`` is called after every round; its metrics go into the history.
+    ``evaluate(round, state)`` is called after every round; its metrics go into the history, with
+    the weights each node received and sent (``bytes``, as :func:`round_traffic` counts them).
     """
     if not nodes:
         raise ConfigError("no nodes")
@@ -47,4 +50,25 @@ def run_federation(
     server = SurgicalServer(start, config)
     algorithms = [ReportAlgorithm(node, config) for node in nodes]
     history = run_rounds(server, algorithms, config.rounds, evaluate=evaluate, progress=progress)
+    traffic = round_traffic(server.state, nodes, config)
+    for entry in history:
+        entry["bytes"] = traffic
     return FederationResult(state=server.state, history=history, config=config)
+
+
+def round_traffic(
+    state: GlobalState, nodes: Sequence[Node], config: FederationConfig
+) -> dict[str, dict[str, int]]:
+    """Per node, the bytes of weights one round moves (float32 arrays as sent, before any
+    framing): ``down``, the shared block and its head's rows (every label's with ``distill``),
+    and ``up``, the shared block and its own labels' rows."""
+    shared = sum(np.asarray(v).nbytes for v in state.shared.values())
+    row = sum(np.asarray(v)[0].nbytes for v in state.task.values())
+    received = len(state.labels) if config.distill > 0 else None
+    return {
+        node.name: {
+            "down": shared + (received or len(node.labels)) * row,
+            "up": shared + len(node.labels) * row,
+        }
+        for node in nodes
+    }
