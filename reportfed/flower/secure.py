@@ -11,7 +11,8 @@ plain round from the mean and the per-label counts
 :class:`~reportfed.core.aggregation.Sums`).
 
 The server's side, Flower's workflow run from reportfed's round loop, is
-:mod:`reportfed.flower.secure_round`; this module is what the node runs and what both share.
+:mod:`reportfed.flower.secure_round`, and what a secure run refuses before it starts is in
+:mod:`reportfed.flower.run_checks`; this module is what the node runs and what both share.
 
 Quantization: SecAgg+ maps every value to an integer of 22 bits over ``[-range, range]`` by
 stochastic rounding (``range`` = the run's ``clip-norm`` when set, else :data:`DEFAULT_RANGE`),
@@ -51,10 +52,8 @@ from reportfed.core.aggregation import (
     known_rows,
     unflatten,
 )
-from reportfed.core.config import RunSettings
 from reportfed.core.errors import ConfigError
 from reportfed.core.labels import LabelSpace
-from reportfed.core.server import ServerOptions
 
 #: value range of SecAgg+'s quantization without a clip norm (Flower's default)
 DEFAULT_RANGE = 8.0
@@ -69,25 +68,6 @@ def value_range(clip_norm: float) -> float:
     return clip_norm if clip_norm > 0 else DEFAULT_RANGE
 
 
-def check(options: ServerOptions, settings: RunSettings) -> None:
-    """Refuse what secure aggregation cannot do, in one line each (nothing when it is off)."""
-    if not settings.secure_aggregation:
-        return
-    if options.weighting != "uniform":
-        raise ConfigError(
-            "secure aggregation averages the nodes uniformly: weighting by sample counts needs "
-            "each node's count, which it keeps from the server (use weighting = uniform)"
-        )
-    if settings.dp_noise > 0:
-        raise ConfigError(
-            "secure aggregation with dp-noise is not supported: Flower's DP wrapper needs the "
-            "individual updates (use clip-norm to bound each node's update)"
-        )
-    if settings.min_nodes < 2:
-        raise ConfigError("secure aggregation needs min-nodes >= 2 (the sum of one update is it)")
-
-
-# -- on the node -----------------------------------------------------------------------------
 def secure_mod(msg: Message, context: Context, call_next: Any) -> Message:
     """Flower's ``secaggplus_mod`` for the messages of a secure round (the others pass)."""
     if (
