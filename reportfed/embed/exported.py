@@ -17,7 +17,7 @@ import os
 import sys
 import tempfile
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -36,8 +36,8 @@ _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 class ExportedEmbedder(LocalEmbedder):
     """What the engines that run the exported transformer share: tokenizing, pooling, the file.
 
-    Subclasses name the engine (:attr:`engine`) and run a batch of token ids
-    (:meth:`_hidden`)."""
+    Subclasses name the engine (:attr:`engine`) and run a batch of token ids (:meth:`_hidden`),
+    or run :meth:`_batches` their own way in :meth:`embed` (OpenVINO, several at once)."""
 
     kind = "st"
     engine = ""
@@ -99,18 +99,27 @@ class ExportedEmbedder(LocalEmbedder):
         return fp32
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        order = np.argsort([len(t) for t in texts], kind="stable")  # similar lengths, less padding
         out = np.empty((len(texts), self.dim), dtype=np.float32)
+        for idx, batch in self._batches(texts):
+            out[idx] = self._pool(batch["attention_mask"], self._hidden(batch))
+        return out
+
+    def _batches(self, texts: Sequence[str]) -> Iterator[tuple[np.ndarray, dict[str, np.ndarray]]]:
+        """The positions and tokens of ``batch_size`` texts at a time, in order of length (similar
+        lengths, less padding)."""
+        order = np.argsort([len(t) for t in texts], kind="stable")
         for start in range(0, len(texts), self.batch_size):
             idx = order[start : start + self.batch_size]
-            batch = self.tokenize([texts[i] for i in idx])
-            hidden = self._hidden(batch)
-            mask = batch["attention_mask"][..., None].astype(np.float32)
-            pooled = (hidden * mask).sum(1) / np.clip(mask.sum(1), 1.0, None)
-            if "Normalize" in self._modules:
-                pooled /= np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
-            out[idx] = pooled
-        return out
+            yield idx, self.tokenize([texts[i] for i in idx])
+
+    def _pool(self, attention_mask: np.ndarray, hidden: np.ndarray) -> np.ndarray:
+        """Sentence vectors from a batch's last hidden states: the mean over its tokens, then
+        normalised where the model's pipeline normalises."""
+        mask = attention_mask[..., None].astype(np.float32)
+        pooled = (hidden * mask).sum(1) / np.clip(mask.sum(1), 1.0, None)
+        if "Normalize" in self._modules:
+            pooled /= np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
+        return pooled
 
 
 def exportable_modules(path: Path) -> tuple[str, ...]:
