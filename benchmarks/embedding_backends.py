@@ -14,9 +14,11 @@ part).
 With ``--quality`` each backend of ``--quality-arms`` (all but torch bf16, whose vectors are
 fp32's space, by default) also trains the default recipe on IU and labels the held-out
 reports (``benchmarks/labels_iu.py``, seeds ``--seeds``): macro AUROC, F1 of state 1, and the
-cold labelling throughput, so int8's effect is judged on the labels, not on the cosine.
+cold labelling throughput, so int8's effect is judged on the labels, not on the cosine. With
+``--quality-from REV`` the labels' quality is the one this file held at git revision ``REV``
+(for a run that changed only the speed: the vectors must be those of ``REV``).
 
-    python benchmarks/embedding_backends.py [--sentences 2000] [--quality --seeds 0]
+    python benchmarks/embedding_backends.py [--sentences 2000] [--quality --seeds 0 | --quality-from REV]
 
 Writes ``benchmarks/results/embedding_backends.json``.
 """
@@ -120,6 +122,11 @@ def main() -> None:
     parser.add_argument(
         "--repeats", type=int, default=3, help="speed runs per arm, interleaved; the median"
     )
+    parser.add_argument(
+        "--quality-from",
+        metavar="REV",
+        help="keep the labels' quality this file held at git revision REV (vectors unchanged)",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--worker", choices=ARMS, help=argparse.SUPPRESS)
     parser.add_argument("--vectors", type=Path, help=argparse.SUPPRESS)
@@ -157,6 +164,19 @@ def main() -> None:
             result["quality_seeds"] = args.seeds
             result["quality"] = {arm: quality(arm, args.seeds, folder) for arm in args.quality_arms}
             print(json.dumps(result["quality"], indent=1))
+        elif args.quality_from:
+            earlier = json.loads(
+                subprocess.run(
+                    ["git", "show", f"{args.quality_from}:{RESULTS.relative_to(HERE.parent)}"],
+                    cwd=HERE.parent,
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                ).stdout
+            )
+            result["quality_seeds"] = earlier["quality_seeds"]
+            result["quality"] = earlier["quality"]
+            result["quality_from"] = args.quality_from
     save_result(args.out, result)
 
 

@@ -68,7 +68,13 @@ def embedding_backends() -> str:
         f"sentences/s the median of {found.get('repeats', 1)} interleaved runs "
         "(`python benchmarks/embedding_backends.py --quality`; the labels: the default recipe "
         f"on IU, mean over seeds {', '.join(map(str, found.get('quality_seeds', [0])))}, "
-        "`benchmarks/labels_iu.py`):",
+        "`benchmarks/labels_iu.py`"
+        + (
+            f", as measured at {found['quality_from']}, whose vectors these backends still give"
+            if "quality_from" in found
+            else ""
+        )
+        + "):",
         "",
         f"| backend | {head} | cosine to fp32 (mean / min) | IU macro AUROC | F1 of state 1 | "
         "cold labelling (reports/s) |",
