@@ -204,7 +204,7 @@ def test_exported_backends_tokenize_as_transformers_does(iu_embedded) -> None:
     assert got["input_ids"].shape[1] == 256
 
 
-def test_auto_backend_is_openvino_where_bf16_is_native_and_torch_elsewhere(monkeypatch) -> None:
+def test_auto_backend_is_openvino_on_a_cpu_in_bf16_only_where_native(monkeypatch) -> None:
     import importlib.util
 
     from reportfed.embed import precision
@@ -222,7 +222,7 @@ def test_auto_backend_is_openvino_where_bf16_is_native_and_torch_elsewhere(monke
     auto = make_embedder("minilm")
     assert isinstance(auto, OpenVinoEmbedder) and auto.precision == "bf16"
     monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")  # a processor without AVX512-BF16
-    assert make_embedder("minilm").cache_key.endswith(":fp32")  # torch fp32, not openvino-fp32
+    assert make_embedder("minilm").cache_key.endswith(":openvino-fp32")  # never emulated bf16
     monkeypatch.delenv("ONEDNN_MAX_CPU_ISA")
     find_spec = importlib.util.find_spec
     monkeypatch.setattr(

@@ -90,7 +90,7 @@ def make_embedder(
     if backend not in BACKENDS:
         raise EmbeddingError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
     if kind == "st" and backend == "auto":
-        backend = auto_backend(rest)
+        backend = auto_backend(rest, precision or os.environ.get("REPORTFED_PRECISION") or "auto")
     if backend not in ("auto", "torch") and kind != "st":
         raise EmbeddingError(
             f"the {backend} backend runs sentence-transformers models, not {spec!r}"
@@ -119,16 +119,19 @@ def make_embedder(
     )
 
 
-def auto_backend(model: str) -> str:
-    """``auto``'s backend for a sentence-transformers ``model``: ``openvino`` on a CPU that
-    multiplies bf16 natively, where OpenVINO and onnx (its export) are installed and the model
-    exports; else ``torch``. OpenVINO's bf16 is the fastest measured there and the closest to
-    fp32; in fp32 it is no faster than torch (``benchmarks/embedding_backends.py``)."""
+def auto_backend(model: str, precision: str = "auto") -> str:
+    """``auto``'s backend for a sentence-transformers ``model``: ``openvino`` on a CPU, where
+    OpenVINO and onnx (its export) are installed and the model exports (in bf16 where the CPU
+    multiplies it natively, else fp32: :func:`~reportfed.embed.precision.precision_for`); else,
+    on a GPU, and for ``precision`` bf16 asked of a CPU without native bf16 (which only torch
+    emulates), ``torch``. OpenVINO's bf16 is the fastest measured and the closest to fp32; in
+    fp32 it embeds about as fast as torch, and a process that labels with it never imports torch
+    (``benchmarks/embedding_backends.py``, ``benchmarks/cold_label.py``)."""
     from reportfed.embed.exported import exportable_modules
     from reportfed.embed.precision import native_bf16
     from reportfed.embed.weights import resolve_model_path
 
-    if _has_gpu() or not native_bf16("cpu"):
+    if _has_gpu() or (precision == "bf16" and not native_bf16("cpu")):
         return "torch"
     if not all(importlib.util.find_spec(m) for m in ("openvino", "onnx")):
         return "torch"
