@@ -82,14 +82,16 @@ class ReportLabeler(ReportReader, BaseEstimator):
         cache: bool = True,
         progress: bool = True,
     ) -> None:
-        self.embedder = embedder
-        self.granularity = granularity
-        self.base_url = base_url
-        self.config = config
+        super().__init__(
+            embedder,
+            granularity=granularity,
+            base_url=base_url,
+            config=config,
+            cache_dir=cache_dir,
+            cache=cache,
+            progress=progress,
+        )
         self.val_fraction = val_fraction
-        self.cache_dir = cache_dir
-        self.cache = cache
-        self.progress = progress
 
     def _validate(self) -> None:
         """Refuse parameters no fit can use (scikit-learn validates at fit, not in ``__init__``)."""
