@@ -15,7 +15,10 @@ from flwr.app import ArrayRecord, ConfigRecord, Message, MetricRecord
 from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Strategy
 from flwr.supercore import log
-from flwr.supercore.inflatable.inflatable_object import get_all_nested_objects
+from flwr.supercore.inflatable.inflatable_object import (
+    get_all_nested_objects,
+    no_object_id_recompute,
+)
 
 #: seconds between two pulls of the replies a message exchange waits for
 POLL_S = 0.05
@@ -23,8 +26,11 @@ POLL_S = 0.05
 
 def _message_bytes(message: Message) -> int:
     """The bytes ``message`` takes on the wire: Flower's serialized objects (the message, its
-    records, its arrays' chunks), each distinct object once, as Flower sends them."""
-    return sum(len(obj.deflate()) for obj in get_all_nested_objects(message).values())
+    records, its arrays' chunks), each distinct object once, as Flower sends them. Each object's
+    id is computed once, as Flower does when it pushes (without, every level serializes its
+    children again)."""
+    with no_object_id_recompute():
+        return sum(len(obj.deflate()) for obj in get_all_nested_objects(message).values())
 
 
 @dataclass

@@ -125,7 +125,7 @@ class SurgicalAggregation(Strategy):
         self.thresholds: dict[str, float] = {}
         self.calibration: dict[str, list[float]] = {}
         self.history = RunHistory()
-        self.server: SurgicalServer | None = None
+        self._server: SurgicalServer | None = None
         self._awaiting: set[int] = set()
         self._started = 0.0
 
@@ -163,14 +163,21 @@ class SurgicalAggregation(Strategy):
             assert self.registry.dim is not None
             labels = LabelSpace.union(m.labels for m in members.values())
             resume = GlobalState(labels, *self.init_fn(self.registry.dim, labels))
-        self.server = SurgicalServer(resume, self.options, min_nodes=self.min_nodes)
+        self._server = SurgicalServer(resume, self.options, min_nodes=self.min_nodes)
         return to_record(resume.shared, resume.task)
 
     # -- state ---------------------------------------------------------------------------------
     @property
+    def server(self) -> SurgicalServer:
+        """The server step over the registered nodes' labels (made by :meth:`register`)."""
+        if self._server is None:
+            raise RuntimeError("SurgicalAggregation.register() must come before any round")
+        return self._server
+
+    @property
     def labels(self) -> LabelSpace:
         """The global model's labels (none before :meth:`register`)."""
-        return LabelSpace(()) if self.server is None else self.server.state.labels
+        return LabelSpace(()) if self._server is None else self._server.state.labels
 
     def global_state(self, arrays: ArrayRecord) -> GlobalState:
         """The global model held in ``arrays`` with its label space."""
@@ -221,7 +228,6 @@ class SurgicalAggregation(Strategy):
         """Register newly connected nodes, then send each node the shared block and its rows
         (asking it to evaluate them first when the previous round's model is due evaluation)."""
         self.registry.register_new(grid)
-        assert self.server is not None, "register() first"
         # the arrays Flower hands back are the global model (a DP wrapper may have noised them)
         self.server.state = self.global_state(arrays)
         if self.secure:
@@ -240,7 +246,6 @@ class SurgicalAggregation(Strategy):
         self, server_round: int, replies: Iterable[Message]
     ) -> tuple[ArrayRecord | None, MetricRecord | None]:
         """Surgical aggregation of the valid replies; see the module docstring."""
-        assert self.server is not None, "register() first"
         replies = list(replies)
         self._evaluated(server_round - 1, replies)  # the evaluations that rode along, if any
         updates, failed, losses = [], {}, {}
@@ -284,7 +289,6 @@ class SurgicalAggregation(Strategy):
         (secure aggregation, :mod:`reportfed.flower.secure`; ``None``: the protocol halted),
         with their training ``metrics``. The nodes' labels are public, so each label's rows are
         its holders' mean change; no node's own update is ever at hand."""
-        assert self.server is not None, "register() first"
         previous = self.server.state
         members = sorted(
             (self.registry.members[n] for n in nodes if n in self.registry.members),
