@@ -57,6 +57,11 @@ from reportfed.core.labels import LabelSpace
 
 #: value range of SecAgg+'s quantization without a clip norm (Flower's default)
 DEFAULT_RANGE = 8.0
+#: SecAgg+'s integer levels over that range and the modulus of its masked sums: 256 times
+#: Flower's defaults (2**22, 2**32), so a sum is exact to 1.5e-8 over a range of 8 (Flower's
+#: stochastic rounding left 4e-6, enough to move a model's probabilities by 1e-5 in three
+#: rounds), with the same ceiling of 1,024 nodes a sum can hold and the same 8 bytes a value
+QUANTIZATION_RANGE, MODULUS_RANGE = 2**30, 2**40
 #: share of a round's nodes whose key shares rebuild a dropped node's masks: with 3 nodes, 2
 THRESHOLD = 2 / 3
 #: RecordDict keys of the train instructions inside SecAgg+ (Flower's legacy ``FitIns``)

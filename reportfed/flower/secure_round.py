@@ -38,7 +38,7 @@ from flwr.supercore import log
 
 from reportfed.core.labels import LabelSpace
 from reportfed.flower.exchange import Traffic, exchange
-from reportfed.flower.secure import THRESHOLD, value_range
+from reportfed.flower.secure import MODULUS_RANGE, QUANTIZATION_RANGE, THRESHOLD, value_range
 from reportfed.flower.strategy import SurgicalAggregation
 from reportfed.flower.wire import ARRAYS, META
 
@@ -186,6 +186,8 @@ class SecureAggregation:
             reconstruction_threshold=THRESHOLD,
             max_weight=1.0,
             clipping_range=value_range(self.clip_norm),
+            quantization_range=QUANTIZATION_RANGE,
+            modulus_range=MODULUS_RANGE,
             timeout=self.timeout,
         )
         try:
