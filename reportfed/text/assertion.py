@@ -243,6 +243,10 @@ def _compile(patterns: Iterable[str]) -> re.Pattern[str]:
 
 
 #: a cause offered with a hedge: what follows it is uncertain ("may be due to fluid overload")
+#: a suspicion stated after the finding ("atelectasis suspected": uncertain) and its denial, by a
+#: "not" ("pneumonia is not suspected") or by a negation before the finding ("no pneumothorax is
+#: suspected"): negated
+_SUSPECTED = re.compile(r"(?:(?:is|are)\s+)?(not\s+)?suspected\b", re.IGNORECASE)
 _HEDGED_CAUSE = re.compile(
     r"(?:(?:may|might|could) (?:\w+ )?be|possibly|probably|likely|perhaps) "
     r"(?:due|secondary|related) to\s+(?:\w+\s+){0,3}$",
@@ -317,6 +321,13 @@ def _assert(sentence: str, start: int, end: int) -> tuple[Assertion, str]:
     """The state of the mention at ``start:end`` from the cues in its clause, and the cue."""
     lo, hi = _clause(sentence, start, end)
     before, after = sentence[lo:start], sentence[end:hi]
+    if suspected := _SUSPECTED.search(after):
+        cue = suspected.group().strip()
+        if suspected.group(1):
+            return "negated", cue
+        if negation := _negation_cue(before):
+            return "negated", negation
+        return "uncertain", cue
     if cue := _UNC_AFTER.search(after):
         return "uncertain", cue.group().strip()
     if negation := _negation_cue(before):

@@ -200,6 +200,10 @@ PHRASINGS: dict[str, list[tuple[str, dict[str, str]]]] = {
         ("Superimposed pneumonia cannot be entirely excluded.", {"Pneumonia": "-1"}),
         ("Early pneumonia would be difficult to exclude.", {"Pneumonia": "-1"}),
         ("Right lower lobe opacity could reflect pneumonia.", {"Pneumonia": "-1"}),
+        ("Underlying atelectasis suspected.", {"Atelectasis": "-1"}),
+        ("Small bilateral pleural effusions suspected.", {"Pleural Effusion": "-1"}),
+        ("Pneumonia is not suspected.", {"Pneumonia": "0"}),
+        ("No pneumothorax is suspected.", {"Pneumothorax": "0"}),
     ],
     "alternatives": [
         (
