@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -116,3 +117,33 @@ def tables(
     from .flower_nodes import write_node_tables
 
     return write_node_tables(tmp_path_factory.mktemp("nodes"))
+
+
+@pytest.fixture(scope="session")
+def default_model_built(
+    tmp_path_factory: pytest.TempPathFactory,
+    embeddings_cache: Path,
+    iu_archive_or_none: Path | None,
+) -> Path:
+    """The default model's file, built once a session the way its first use builds it (the
+    README's first command and test_cli's first-use test still build it from nothing)."""
+    if iu_archive_or_none is None:
+        pytest.skip("the IU archive could not be found or fetched")
+    from reportfed.default_model import default_model_file
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("REPORTFED_CACHE_DIR", str(tmp_path_factory.mktemp("default-model")))
+        patch.setenv("REPORTFED_IU_ARCHIVE", str(iu_archive_or_none))
+        return default_model_file(cache_dir=embeddings_cache, say=lambda _: None)
+
+
+@pytest.fixture
+def default_model(default_model_built: Path) -> Path:
+    """The session's default model, copied into this test's user cache, where ``reportfed
+    label`` (in process or not) finds it."""
+    from reportfed.default_model import default_model_path
+
+    path = default_model_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(default_model_built, path)
+    return path

@@ -42,13 +42,9 @@ FLOORS = {
 
 
 @pytest.fixture(scope="module")
-def default_labeler(embeddings_cache, tmp_path_factory) -> ReportLabeler:  # type: ignore[no-untyped-def]
+def default_labeler(default_model_built: Path, embeddings_cache: Path) -> ReportLabeler:
     """The default model, built by this code into a cache of its own (never the user's)."""
-    from reportfed.default_model import load_default_model
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("REPORTFED_CACHE_DIR", str(tmp_path_factory.mktemp("default-model")))
-        labeler = load_default_model(cache_dir=embeddings_cache, say=lambda _: None)
+    labeler = ReportLabeler.load(default_model_built, cache_dir=embeddings_cache)
     labeler.progress = False
     return labeler
 

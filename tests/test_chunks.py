@@ -4,6 +4,7 @@ what reading, labelling and writing the whole table at once gives."""
 from __future__ import annotations
 
 import gzip
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +14,7 @@ import pytest
 from reportfed.cli import main
 from reportfed.core.errors import InputFileError, OutputFileError
 from reportfed.core.files import StagedTables, atomic_write, table_data
-from reportfed.data.table import count_reports, iter_reports, read_reports
+from reportfed.data.table import ReportTable, count_reports, iter_reports, read_reports
 from reportfed.reader import _padded_groups
 
 ROWS = [
@@ -117,15 +118,25 @@ def test_padded_groups_keep_a_long_report_apart() -> None:
 
 
 def test_label_over_several_chunks_gives_the_one_pass_labels(
-    iu_embedded, embeddings_cache, tmp_path, monkeypatch
+    iu_embedded, embeddings_cache, default_model, tmp_path, monkeypatch
 ) -> None:  # type: ignore[no-untyped-def]
-    """2,500 IU reports (two of ``reportfed label``'s chunks) and one long report among them:
-    the states, probabilities and evidence are those of one ``annotate`` over the whole table."""
+    """800 IU reports read 300 at a time (three of ``reportfed label``'s chunks, the last one
+    short) and one long report among them: the states, probabilities and evidence are those of
+    one ``annotate`` over the whole table."""
+    from reportfed.data import table as table_module
     from reportfed.default_model import load_default_model
 
+    read: list[int] = []
+
+    def small_chunks(path: Path, *, text_column: str | None = None) -> Iterator[ReportTable]:
+        for chunk in iter_reports(path, text_column=text_column, rows=300):
+            read.append(len(chunk))
+            yield chunk
+
+    monkeypatch.setattr(table_module, "iter_reports", small_chunks)
     table, _ = iu_embedded
-    texts = table.texts[:2500]
-    texts[1000] = " ".join(table.texts[:300])  # a long report among short ones
+    texts = table.texts[:800]
+    texts[400] = " ".join(table.texts[:300])  # a long report among short ones
     ids = [f"iu{i}" for i in range(len(texts))]
     reports = tmp_path / "reports.csv"
     pd.DataFrame({"id": ids, "Reports": texts}).to_csv(reports, index=False)
@@ -134,6 +145,7 @@ def test_label_over_several_chunks_gives_the_one_pass_labels(
     out, proba, evidence = (tmp_path / n for n in ("s.csv", "p.parquet", "e.csv.gz"))
     argv = ["label", "--reports", str(reports), "--out", str(out)]
     assert main([*argv, "--probabilities", str(proba), "--evidence", str(evidence)]) == 0
+    assert read == [300, 300, 200] * 2  # counted (every row checked first), then labelled
     labeler = load_default_model(cache_dir=embeddings_cache, say=lambda _: None)
     labeler.set_params(progress=False)
     whole = labeler.annotate(pd.read_csv(reports)["Reports"].tolist(), ids)

@@ -146,7 +146,9 @@ def test_train_from_node_tables_then_label_headerless_input(tmp_path, capsys, en
     assert probs.iloc[:, 1:].to_numpy().max() <= 1.0
 
 
-def test_reports_that_share_an_id_are_warned_about_and_told_apart(tmp_path, capsys, env) -> None:
+def test_reports_that_share_an_id_are_warned_about_and_told_apart(
+    tmp_path, capsys, env, default_model
+) -> None:  # type: ignore[no-untyped-def]
     reports = tmp_path / "r.csv"
     texts = ["Moderate cardiomegaly.", "No pneumothorax.", "Small left pleural effusion."]
     pd.DataFrame({"id": ["a", "b", "a"], "Reports": texts}).to_csv(reports, index=False)
@@ -209,7 +211,10 @@ def test_train_iu_simulation_writes_metrics(tmp_path, env) -> None:
     assert "leakfree_accuracy" in summary["test_metrics"]
 
 
-def test_label_with_the_default_model_built_on_first_use(tmp_path, capsys, env) -> None:
+def test_label_with_the_default_model_built_on_first_use(tmp_path, capsys, monkeypatch) -> None:
+    # an empty embedding cache, as on a user's first use: fp32 vectors depend slightly on the
+    # texts they were batched with, so vectors other tests cached would move the scores
+    monkeypatch.setenv("REPORTFED_EMBEDDINGS_CACHE", str(tmp_path / "embeddings"))
     out, evidence = tmp_path / "labeled.csv", tmp_path / "evidence.csv"
     reports = str(ROOT / "examples" / "reports.csv")
     # fp32 pinned: examples/evidence.csv was built in fp32, and "auto" picks bf16 on a CPU

@@ -21,8 +21,8 @@ EXAMPLES = ROOT / "examples" / "reports.csv"
 
 
 @pytest.fixture
-def labelling(iu_embedded, embeddings_cache, monkeypatch):  # type: ignore[no-untyped-def]
-    """The default model, built over the test session's embedding cache."""
+def labelling(iu_embedded, embeddings_cache, default_model, monkeypatch):  # type: ignore[no-untyped-def]
+    """The session's default model and embedding cache."""
     monkeypatch.setenv("REPORTFED_EMBEDDINGS_CACHE", str(embeddings_cache))
     return iu_embedded
 
