@@ -257,3 +257,36 @@ def test_scikit_learn_clones_the_labeler_and_validates_at_fit() -> None:
         bad.fit_embeddings(
             np.zeros((4, 2, 8), np.float32), np.zeros((4, 1)), LabelSpace(("Edema",))
         )
+
+
+def test_a_pipeline_in_a_grid_search_tunes_the_labeler(iu_embedded, embeddings_cache) -> None:  # type: ignore[no-untyped-def]
+    """The module docstring's promise: ``Pipeline`` and ``GridSearchCV`` take the labeler as
+    they take any estimator (the label names travel as a fit parameter)."""
+    from sklearn.model_selection import GridSearchCV
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import FunctionTransformer
+
+    from reportfed.core.metrics import auroc
+
+    table, _ = iu_embedded
+    sub = table.subset(np.arange(400))
+    names = ["Cardiomegaly", "Pleural Effusion"]
+    y = sub.labels[:, sub.label_space.indices(names)]
+
+    def macro_auroc(pipeline: Pipeline, texts: list[str], truth: np.ndarray) -> float:
+        return float(np.mean(auroc(truth, pipeline.predict_proba(texts))))
+
+    pipeline = Pipeline(
+        [
+            ("strip", FunctionTransformer(lambda texts: [t.strip() for t in texts])),
+            ("labeler", ReportLabeler(cache_dir=embeddings_cache, progress=False)),
+        ]
+    )
+    configs = [FederationConfig(rounds=r, hidden=(32,), local_epochs=1) for r in (1, 4)]
+    search = GridSearchCV(pipeline, {"labeler__config": configs}, cv=2, scoring=macro_auroc)
+    search.fit(sub.texts, y, labeler__labels=names)
+    assert search.best_params_["labeler__config"] in configs
+    assert all(0.5 < s <= 1.0 for s in search.cv_results_["mean_test_score"])
+    best = search.best_estimator_.named_steps["labeler"]
+    assert list(best.classes_) == names and best is not pipeline.named_steps["labeler"]
+    assert search.predict_proba(["Moderate cardiomegaly."]).shape == (1, 2)
