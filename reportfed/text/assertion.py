@@ -322,12 +322,11 @@ def _assert(sentence: str, start: int, end: int) -> tuple[Assertion, str]:
     lo, hi = _clause(sentence, start, end)
     before, after = sentence[lo:start], sentence[end:hi]
     if suspected := _SUSPECTED.search(after):
-        cue = suspected.group().strip()
         if suspected.group(1):
-            return "negated", cue
+            return "negated", suspected.group().strip()
         if negation := _negation_cue(before):
             return "negated", negation
-        return "uncertain", cue
+        return "uncertain", suspected.group().strip()
     if cue := _UNC_AFTER.search(after):
         return "uncertain", cue.group().strip()
     if negation := _negation_cue(before):
