@@ -13,4 +13,5 @@ EXPERIMENTS = (
     "beyond",
     "sentence",
     "consortium",
+    "styles",
 )

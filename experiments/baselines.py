@@ -56,7 +56,9 @@ class Scenario:
     """One repeat: embeddings ``x`` and full labels ``y`` of every row over ``labels``, the sites,
     the test rows, and the seed that made them; ``sentences``, where given, holds the same rows
     as sentence bags ``(n, S, dim)`` for methods of sentence granularity; ``embedder``: the spec
-    that made the embeddings (it embeds the template rows)."""
+    that made the embeddings (it embeds the template rows); ``views``: the same rows embedded
+    otherwise (every row, by name; e.g. written in another hospital's style), on whose test rows
+    the models are judged too (metrics ``<metric>@<view>``, :data:`VIEW_METRICS`)."""
 
     x: np.ndarray
     y: np.ndarray
@@ -66,10 +68,12 @@ class Scenario:
     seed: int
     sentences: np.ndarray | None = None
     embedder: str = DEFAULT_EMBEDDER
+    views: Mapping[str, np.ndarray] = field(default_factory=dict)
 
     def at(self, granularity: Granularity) -> Scenario:
-        """This repeat with the embeddings of ``granularity`` as ``x``."""
-        if granularity == "report":
+        """This repeat with the embeddings of ``granularity`` as ``x`` (a scenario built of
+        sentence bags is at sentence level already)."""
+        if granularity == "report" or self.x.ndim == 3:
             return self
         if self.sentences is None or any(s.x is not None for s in self.sites):
             raise ValueError("this scenario has no sentence bags for its rows")
@@ -264,29 +268,43 @@ class Judged:
     prevalence: np.ndarray
 
 
-def _evaluate(scenario: Scenario, models: Sequence[Judged], config: FederationConfig) -> Outcome:
-    """Metrics of ``models``: each predicts its labels on the test rows with thresholds chosen
-    three ways: best F1 on the validation rows annotated (``leakfree_*``), and the score above
-    which each label's share of rows matches its prevalence, no label seen, over all
-    validation rows (``matched_f1``) or all rows (``matched_all_f1``)."""
-    x_test, y_true, names = scenario.x[scenario.test], [], []
-    probs, thresholds = [], []
-    rules: dict[str, list[np.ndarray]] = {"matched": [], "matched_all": []}
+#: the metrics judged on each of a scenario's views
+VIEW_METRICS = ("auroc", "leakfree_f1")
+
+
+def _thresholds(model: Judged) -> dict[str, np.ndarray]:
+    """``model``'s thresholds chosen three ways: best F1 on the validation rows annotated
+    (``f1``), and the score above which each label's share of rows matches its prevalence, no
+    label seen, over all validation rows (``matched``) or all rows (``matched_all``)."""
+    val_p = predict_state(model.state, model.val_x)
+    all_p = predict_state(model.state, model.all_x)
+    return {
+        "f1": f1_thresholds(model.val_y, val_p),
+        "matched": matched_thresholds(val_p, model.prevalence),
+        "matched_all": matched_thresholds(all_p, model.prevalence),
+    }
+
+
+def _evaluate(
+    scenario: Scenario,
+    models: Sequence[Judged],
+    thresholds: Sequence[dict[str, np.ndarray]],
+    x_test: np.ndarray,
+) -> Outcome:
+    """Metrics of ``models`` on the test rows embedded as ``x_test``, at their ``thresholds``
+    (:func:`_thresholds`): ``leakfree_*`` at ``f1``, ``matched_f1`` and ``matched_all_f1`` at
+    the others."""
+    y_true, names, probs = [], [], []
     for model in models:
         cols = scenario.labels.indices(model.state.labels)
         probs.append(predict_state(model.state, x_test))
-        val_p = predict_state(model.state, model.val_x)
-        thresholds.append(f1_thresholds(model.val_y, val_p))
-        rules["matched"].append(matched_thresholds(val_p, model.prevalence))
-        all_p = predict_state(model.state, model.all_x)
-        rules["matched_all"].append(matched_thresholds(all_p, model.prevalence))
         y_true.append(scenario.y[np.ix_(scenario.test, cols)])
         names += list(model.state.labels)
     per_label = label_metrics(
         np.concatenate(y_true, axis=1),
         np.concatenate(probs, axis=1),
-        thresholds=np.concatenate(thresholds),
-        rules={name: np.concatenate(rule) for name, rule in rules.items()},
+        thresholds=np.concatenate([t["f1"] for t in thresholds]),
+        rules={r: np.concatenate([t[r] for t in thresholds]) for r in ("matched", "matched_all")},
     )
     by_label: dict[str, dict[str, list[float]]] = {}
     for j, name in enumerate(names):
@@ -354,7 +372,11 @@ def run_method(
                     np.nanmean(np.concatenate(list(counted.values()))[:, cols], axis=0),
                 )
             ]
-        outcome = _evaluate(scenario, models, config)
+        chosen = [_thresholds(m) for m in models]
+        outcome = _evaluate(scenario, models, chosen, scenario.x[scenario.test])
+        for view, x in scenario.views.items():
+            seen = _evaluate(scenario, models, chosen, x[scenario.test]).metrics
+            outcome.metrics.update({f"{m}@{view}": seen[m] for m in VIEW_METRICS})
         if result.state is not None:  # a server round: the curve over rounds and its bytes
             final = result.state
             x_test = scenario.x[scenario.test]

@@ -19,7 +19,10 @@ each site's training rows held out for leak-free thresholds, MLP 512-256, Adam 1
   server momentum, FedProx)
   against the paper's method, central and site-alone models;
 * ``sentence``: K=2 and K=10, the paper's method and central on whole-report embeddings vs the
-  same on sentence-level embeddings (each sentence scored, max over a report's sentences).
+  same on sentence-level embeddings (each sentence scored, max over a report's sentences);
+* ``consortium``: the F1 a consortium reads, at K = 2..10, with leads and threshold rules;
+* ``styles``: K=5, the same IU reports written in five hospital styles, at every site or one per
+  site, each model judged on the test rows in every style (:mod:`experiments.styles`).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from experiments import EXPERIMENTS
 from experiments.baselines import METHODS, Scenario
 from experiments.beyond import (
     CONSORTIUM,
+    DEFAULTS,
     SENTENCE_VARIANTS,
     SWEEP,
     TEMPLATED,
@@ -66,6 +70,7 @@ from experiments.runner import (
     summarize,
 )
 from experiments.sources import mpnet_path, negbio_csv
+from experiments.styles import STYLE_SETTINGS, styled, styles_plot, styles_table
 from reportfed.core.config import PAPER, FederationConfig
 from reportfed.core.files import atomic_write
 from reportfed.core.labels import CHEXPERT_13, LabelSpace, canonical
@@ -388,8 +393,18 @@ def settings_for(name: str, embedders: Sequence[str]) -> tuple[list[Setting], st
             f"sentence+{TEMPLATED}+momentum=0.9",
             "central-sentence",
         )
+        rule = compared[1:3]  # the defaults and FedProx over the rest of the K sweep
         return (
-            [Setting(f"K={k}", k, _iid(n_nodes=k, sentences=True), compared) for k in (10, 6)],
+            [Setting(f"K={k}", k, _iid(n_nodes=k, sentences=True), compared) for k in (10, 6)]
+            + [Setting(f"K={k}", k, _iid(n_nodes=k, sentences=True), rule) for k in (4, 2)],
+            "",
+        )
+    if name == "styles":  # issue 47: hospitals that write differently
+        return (
+            [
+                Setting(setting, i, styled(site_styles), (DEFAULTS,))
+                for i, (setting, site_styles) in enumerate(STYLE_SETTINGS.items())
+            ],
             "",
         )
     raise SystemExit(f"unknown experiment {name!r}: choose one of {', '.join(EXPERIMENTS)}")
@@ -484,6 +499,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     arms = [m for m in dict.fromkeys(m for s in settings for m in s.methods)]
     if args.name == "consortium":
         text += "".join("\n" + consortium_table(runs, s.name) for s in settings)
+    if args.name == "styles":
+        text += "\n" + styles_table(runs, DEFAULTS)
+        styles_plot(runs, DEFAULTS, out / f"{tag}.png")
+        text += f"\nPlot: `{tag}.png` (each setting on the test rows in each style).\n"
     if args.name == "beyond":
         text += beyond_tables(runs, labels, rounds, summary, out, tag)
         arms = [*SWEEP, *CENTRALS.values()]

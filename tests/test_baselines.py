@@ -102,3 +102,18 @@ def test_one_sentence_bags_train_like_whole_reports(data) -> None:  # type: igno
     (report,) = run_method([sc], METHODS["surgical"], config)
     (sentence,) = run_method([sc], METHODS["sentence"], config)
     assert sentence.metrics == pytest.approx(report.metrics, abs=1e-5)
+
+
+def test_a_view_of_the_test_rows_is_judged_as_the_rows_themselves(data) -> None:  # type: ignore[no-untyped-def]
+    """A scenario's views are its test rows embedded otherwise: the same embeddings give the
+    scenario's own metrics, other embeddings other ones, at the same thresholds."""
+    x, y, space = data
+    noisy = x + np.random.default_rng(0).normal(0, 0.5, x.shape).astype(np.float32)
+    sc = replace(
+        scenario(x, y, space, Protocol(n_nodes=3, federation=FAST), 4),
+        views={"same": x, "noisy": noisy},
+    )
+    (got,) = run_method([sc], METHODS["surgical"], FAST, Compute(replay=True))
+    for metric in ("auroc", "leakfree_f1"):
+        assert got.metrics[f"{metric}@same"] == pytest.approx(got.metrics[metric], abs=1e-12)
+    assert got.metrics["auroc@noisy"] != pytest.approx(got.metrics["auroc"], abs=1e-3)
