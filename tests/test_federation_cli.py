@@ -172,8 +172,9 @@ def test_a_node_key_flower_cannot_use_is_refused_in_one_line(tmp_path: Path, cap
     data = tmp_path / "site.csv"
     data.write_text("Reports,Cardiomegaly\nHeart is enlarged.,1\n")
     assert main(["federation", "keys", "--out", str(tmp_path / "keys"), "--name", "h"]) == 0
+    assert main(["federation", "certs", "--out", str(tmp_path / "certs")]) == 0
     node = ["federation", "node", "--data", str(data), "--superlink", "127.0.0.1:1"]
-    node += ["--root-certificates", str(data), "--port", str(free_port())]
+    node += ["--root-certificates", str(tmp_path / "certs" / "ca.crt"), "--port", str(free_port())]
     wrong = {
         tmp_path / "keys" / "h.pub": "is a public key: give the private key beside it (h.key)",
         ssh_key(rsa.generate_private_key(65537, 2048), "rsa.key"): "is an RSA key; Flower's",
@@ -185,6 +186,15 @@ def test_a_node_key_flower_cannot_use_is_refused_in_one_line(tmp_path: Path, cap
         assert main([*node, "--key", str(key)]) == 2
         last = capsys.readouterr().err.strip().splitlines()[-1]
         assert last.startswith(f"reportfed: error: --key {key} ") and message in last
+    # a CA certificate file that holds none: one line (Flower's SuperNode ended in a traceback
+    # and hung on its way out)
+    key = str(tmp_path / "keys" / "h.key")
+    no_ca = [*node[:-4], "--root-certificates", str(data), "--key", key]
+    assert main(no_ca) == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last == f"reportfed: error: {data} holds no PEM certificate: use the files " + (
+        "`reportfed federation certs` wrote"
+    )
     afile = tmp_path / "afile"
     afile.write_text("")
     assert main(["federation", "keys", "--out", str(afile / "keys"), "--name", "h"]) == 2

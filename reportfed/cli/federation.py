@@ -47,6 +47,10 @@ def _tls(args: argparse.Namespace, option: str, *, check: bool = True) -> Path |
     path = Path(value)
     if check and not path.is_file():
         raise ReportfedError(f"--{option}: no such file: {path}")
+    if option == "root-certificates":
+        from reportfed.flower.launch import check_certificate
+
+        check_certificate(path)
     return path
 
 

@@ -58,7 +58,22 @@ class Certificates:
         missing = [str(p) for p in (certs.ca, certs.cert, certs.key) if not p.is_file()]
         if missing:
             raise FileNotFoundError(f"missing certificate file(s): {', '.join(missing)}")
+        for path in (certs.ca, certs.cert):
+            check_certificate(path)
         return certs
+
+
+def check_certificate(path: Path) -> None:
+    """Refuse, in one line, a certificate file TLS cannot use: one holding no PEM certificate
+    (Flower would end in a traceback, and a SuperNode would hang on its way out)."""
+    from cryptography import x509
+
+    try:
+        x509.load_pem_x509_certificates(path.read_bytes())
+    except ValueError:
+        raise ReportfedError(
+            f"{path} holds no PEM certificate: use the files `reportfed federation certs` wrote"
+        ) from None
 
 
 @dataclass(frozen=True)
