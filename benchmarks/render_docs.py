@@ -16,6 +16,10 @@ import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -377,50 +381,185 @@ def assertion_context() -> str:
 
 def consortium() -> str:
     """The consortium experiment's arms per setting: F1 with each way of choosing thresholds,
-    the ceiling, AUROC, and the paired tests (``experiments/results/consortium.csv``)."""
-    import pandas as pd
+    the ceiling, AUROC, paper accuracy, and the paired tests
+    (``experiments/results/consortium.csv``)."""
 
-    from experiments.beyond import DEFAULTS
+    from experiments.beyond import BASE, DEFAULTS
     from experiments.runner import paired_p
 
-    runs = pd.read_csv(ROOT / "experiments" / "results" / "consortium.csv")
+    runs = _experiment("consortium.csv")
     names = {
         "sentence": "the paper's settings",
-        DEFAULTS: "the defaults",
-        f"{DEFAULTS}+prox=0.01": "+ FedProx 0.01",
-        f"{DEFAULTS}+momentum=0.9": "+ server momentum 0.9",
+        BASE: "5 epochs + distill + balance + templates",
+        DEFAULTS: "+ FedProx 0.01 (**the defaults**)",
+        f"{BASE}+momentum=0.9": "+ server momentum 0.9",
         "central-sentence": "central",
     }
+    metrics = ("leakfree_f1", "matched_all_f1", "f1_ceiling", "auroc", "paper_accuracy")
     lines = [
         "From `experiments/results/consortium.csv` (`python -m experiments consortium`; percent, "
         "mean over the seeds; F1 with thresholds best on the annotated validation rows, and "
-        "matching each label's prevalence over all rows; p: paired t-test against the defaults "
-        "on the same seeds, and of the matched thresholds against the validation ones on the "
-        "same models):",
+        "matching each label's prevalence over all rows; p: paired t-test against 5 epochs + "
+        "distill + balance + templates on the same seeds, and of the matched thresholds against "
+        "the validation ones on the same models):",
         "",
         "| K | method | n | F1, validation thresholds | F1, matched thresholds | F1 ceiling "
-        "| macro AUROC | p (F1) | p (AUROC) | p (matched vs validation) |",
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| macro AUROC | paper accuracy | p (F1) | p (AUROC) | p (paper accuracy) "
+        "| p (matched vs validation) |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for setting, here in runs.groupby("setting", sort=False):
-        base = here[here["method"] == DEFAULTS].set_index("seed")
+        base = here[here["method"] == BASE].set_index("seed")
         for method, name in names.items():
             sub = here[here["method"] == method].set_index("seed")
+            if sub.empty:
+                continue
             tests = [
-                None if method == DEFAULTS else paired_p(sub[m], base[m])
-                for m in ("leakfree_f1", "auroc")
+                None if method == BASE else paired_p(sub[m], base[m])
+                for m in ("leakfree_f1", "auroc", "paper_accuracy")
             ] + [paired_p(sub["matched_all_f1"], sub["leakfree_f1"])]
-            cells = " | ".join(
-                f"{100 * sub[m].mean():.2f}"
-                for m in ("leakfree_f1", "matched_all_f1", "f1_ceiling", "auroc")
-            )
+            cells = " | ".join(f"{100 * sub[m].mean():.2f}" for m in metrics)
             said = " | ".join("" if p is None else f"{p:.2g}" for p in tests)
             lines.append(f"| {setting[2:]} | {name} | {len(sub)} | {cells} | {said} |")
     return "\n".join(lines)
 
 
+def _experiment(name: str) -> pd.DataFrame:
+    """An experiment's stored results (``experiments/results/NAME``)."""
+    import pandas as pd
+
+    return pd.read_csv(ROOT / "experiments" / "results" / name)
+
+
+def _by_seed(runs: pd.DataFrame, setting: str, method: str) -> pd.DataFrame:
+    """One arm's runs of one setting, indexed by seed."""
+    return runs[(runs["setting"] == setting) & (runs["method"] == method)].set_index("seed")
+
+
+def defaults_sweep() -> str:
+    """The candidates for the product's defaults over the K sweep at sentence level, paired
+    with the paper's settings and with the same combination without templates."""
+    from experiments.beyond import BEST, LIGHT, TEMPLATED
+    from experiments.runner import paired_p
+
+    runs = _experiment("beyond.csv")
+    arms = {
+        "sentence": "paper's settings",
+        f"sentence+{LIGHT}": "5 epochs + distill + balance",
+        f"sentence+{BEST}": "20 epochs + distill + balance",
+        f"sentence+{TEMPLATED}": "+ templates",
+    }
+    lines = [
+        "From `experiments/results/beyond.csv` (`python -m experiments beyond`; sentence level, "
+        "no shared label, 20 seeds; macro AUROC / paper accuracy / leak-free F1, percent, mean "
+        "over the seeds; p: paired t-test of the AUROC on the same seeds):",
+        "",
+        "| K | " + " | ".join(arms.values()) + " | p, + templates vs paper's "
+        "| p, + templates vs without |",
+        "| --- | " + " | ".join("---:" for _ in arms) + " | ---: | ---: |",
+    ]
+    for k in (2, 4, 6, 8, 10):
+        setting = f"K={k}"
+        subs = {m: _by_seed(runs, setting, m) for m in arms}
+        cells = [
+            " / ".join(
+                f"{100 * sub[m].mean():.2f}" for m in ("auroc", "paper_accuracy", "leakfree_f1")
+            )
+            for sub in subs.values()
+        ]
+        templated = subs[f"sentence+{TEMPLATED}"]["auroc"]
+        tests = [paired_p(templated, subs[m]["auroc"]) for m in ("sentence", f"sentence+{LIGHT}")]
+        said = " | ".join("" if p is None else _p(p) for p in tests)
+        lines.append(f"| {k} | {' | '.join(cells)} | {said} |")
+    central = _by_seed(runs, "K=10", "central-sentence")
+    lines += [
+        "",
+        "Central at sentence level (every report in one place, same splits): "
+        + " / ".join(
+            f"{100 * central[m].mean():.2f}" for m in ("auroc", "paper_accuracy", "leakfree_f1")
+        )
+        + ".",
+    ]
+    return "\n".join(lines)
+
+
+def options_alone() -> str:
+    """Each option of the beyond experiment alone and in combination at K=10 and K=2, at both
+    granularities, paired with the paper's settings at the same granularity."""
+    from experiments.beyond import VARIANTS
+    from experiments.runner import paired_p
+
+    runs = _experiment("beyond.csv")
+    columns = [(k, g) for k in (10, 2) for g in ("sentence", "whole report")]
+    lines = [
+        "From `experiments/results/beyond.csv` (20 seeds; macro AUROC / paper accuracy, percent, "
+        "mean over the seeds; in brackets the paired p of the AUROC against the paper's settings "
+        "at the same granularity, the first row):",
+        "",
+        "| option | " + " | ".join(f"K={k}, {g}" for k, g in columns) + " |",
+        "| --- | " + " | ".join("---:" for _ in columns) + " |",
+    ]
+    for option in ("", *VARIANTS):
+        cells = []
+        for k, granularity in columns:
+            paper = "sentence" if granularity == "sentence" else "surgical"
+            method = (f"{paper}+{option}" if paper == "sentence" else option) if option else paper
+            sub, ref = _by_seed(runs, f"K={k}", method), _by_seed(runs, f"K={k}", paper)
+            cell = f"{100 * sub['auroc'].mean():.2f} / {100 * sub['paper_accuracy'].mean():.2f}"
+            p = paired_p(sub["auroc"], ref["auroc"]) if option else None
+            cells.append(cell + (f" ({_p(p)})" if p is not None else ""))
+        name = f"`{option}`" if option else "none (the paper's settings)"
+        lines.append(f"| {name} | {' | '.join(cells)} |")
+    return "\n".join(lines)
+
+
+def rare_labels() -> str:
+    """Per-label AUROC at K=10, sentence level: the paper's settings, the defaults' combination
+    without and with templates, and central."""
+    from experiments.beyond import LIGHT, TEMPLATED
+
+    labels = _experiment("beyond-labels.csv.gz")
+    arms = {
+        "sentence": "paper's settings",
+        f"sentence+{LIGHT}": "without templates",
+        f"sentence+{TEMPLATED}": "with templates",
+        "central-sentence": "central",
+    }
+    here = labels[labels["setting"] == "K=10"]
+    table = here[here["method"].isin(arms)].pivot_table(
+        index="label", columns="method", values="auroc", aggfunc="mean"
+    )[list(arms)]
+    lines = [
+        "From `experiments/results/beyond-labels.csv.gz` (K=10, sentence level, no shared "
+        "label, 20 seeds; AUROC, mean over the seeds):",
+        "",
+        "| label | " + " | ".join(arms.values()) + " |",
+        "| --- | " + " | ".join("---:" for _ in arms) + " |",
+    ]
+    for label, row in table.iterrows():
+        lines.append(f"| {label} | " + " | ".join(f"{v:.3f}" for v in row) + " |")
+    macro = " | ".join(f"**{v:.3f}**" for v in table.mean())
+    lines.append(f"| **macro** | {macro} |")
+    return "\n".join(lines)
+
+
+def styles() -> str:
+    """The styles experiment's table: each setting on the test rows written in each style."""
+    from experiments.beyond import DEFAULTS
+    from experiments.styles import styles_table
+
+    return (
+        "From `experiments/results/styles.csv` (`python -m experiments styles`). "
+        + styles_table(_experiment("styles.csv"), DEFAULTS).rstrip()
+    )
+
+
 RENDERERS: dict[str, Callable[[], str]] = {
     "consortium": consortium,
+    "defaults_sweep": defaults_sweep,
+    "options_alone": options_alone,
+    "rare_labels": rare_labels,
+    "styles": styles,
     "assertion_context": assertion_context,
     "cold_label": cold_label,
     "granularity": granularity,

@@ -111,9 +111,10 @@ SENTENCE_VARIANTS = {f"sentence+{name}": at_sentence_level(m) for name, m in VAR
 BEST = "epochs=20+distill=1+balance"  #: the combination measured best on whole reports
 LIGHT = "epochs=5+distill=1+balance"  #: the same with a quarter of the local epochs
 TEMPLATED = f"{LIGHT}+templates"  #: the lighter combination with template sentences
-#: the product's defaults' options (``TEMPLATED``)
+#: ``TEMPLATED``'s options: the product's defaults but FedProx
 DEFAULT_OPTIONS = VARIANTS[TEMPLATED].options
-#: Leads for a consortium of many sites (issue 47), on top of the defaults, at sentence level.
+#: Leads for a consortium of many sites (issue 47), on top of ``TEMPLATED``, at sentence level;
+#: FedProx 0.01 passed the rule of docs/experiments.md and is one of the product's defaults now.
 CONSORTIUM = {
     f"sentence+{m.name}": at_sentence_level(m)
     for m in (
@@ -337,25 +338,28 @@ def defaults_table(summary: pd.DataFrame, rounds: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
-#: the product's defaults at sentence level: what the consortium arms are paired with
-DEFAULTS = f"sentence+{TEMPLATED}"
+#: what the consortium's arms are paired with: ``TEMPLATED`` at sentence level
+BASE = f"sentence+{TEMPLATED}"
+#: the product's defaults at sentence level
+DEFAULTS = f"{BASE}+prox=0.01"
 
 
 def consortium_table(runs: pd.DataFrame, setting: str) -> str:
     """Per arm of ``setting``: leak-free F1 with thresholds best on the annotated validation rows
     and with thresholds matching each label's prevalence over every site's validation rows (the
     same models), its ceiling (thresholds best on the test rows), macro AUROC and paper
-    accuracy, percent mean ± SD, with the paired p of F1 and AUROC against the product's
-    defaults on the same seeds, and of the matched thresholds' F1 against the validation
-    thresholds' on the same models."""
+    accuracy, percent mean ± SD, with the paired p of F1 and AUROC against :data:`BASE` on the
+    same seeds, and of the matched thresholds' F1 against the validation thresholds' on the
+    same models."""
     here = runs[runs["setting"] == setting]
-    base = here[here["method"] == DEFAULTS].set_index("seed")
+    base = here[here["method"] == BASE].set_index("seed")
     metrics = (
         "leakfree_f1", "matched_f1", "matched_all_f1", "f1_ceiling", "auroc", "paper_accuracy"
     )  # fmt: skip
     lines = [
-        f"Against the product's defaults, setting `{setting}` (percent, mean ± SD over the seeds; "
-        "p: paired t-test against the defaults on the same seeds; F1 (validation): thresholds "
+        f"Against `{BASE}`, setting `{setting}` (`{DEFAULTS}` is the product's defaults; "
+        "percent, mean ± SD over the seeds; p: paired t-test against the first on the same "
+        "seeds; F1 (validation): thresholds "
         "best for F1 on the validation rows of the sites that annotate the label; F1 (matched): "
         "thresholds at which the share of every site's validation rows called positive matches "
         "the prevalence the annotating sites count, on the same models, with the paired p "
@@ -377,8 +381,7 @@ def consortium_table(runs: pd.DataFrame, setting: str) -> str:
             for m in metrics
         ]
         ps = [
-            None if method == DEFAULTS else paired_p(sub[m], base[m])
-            for m in ("leakfree_f1", "auroc")
+            None if method == BASE else paired_p(sub[m], base[m]) for m in ("leakfree_f1", "auroc")
         ]
         ps += [
             paired_p(sub[m], sub["leakfree_f1"]) if m in sub and sub[m].notna().any() else None

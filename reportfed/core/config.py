@@ -44,7 +44,7 @@ class FederationConfig(ServerOptions):
 
     The defaults are the product's, chosen by the ``beyond`` experiment (docs/experiments.md,
     "The product's defaults"); :data:`PAPER` is the paper's code. Beyond the paper (the product
-    turns on ``distill``, ``balance`` and ``templates``): ``distill`` > 0 is knowledge transfer
+    turns on ``distill``, ``balance``, ``templates`` and ``prox``): ``distill`` > 0 is knowledge transfer
     for the labels a node does not annotate (the node receives the whole global model, and its
     loss adds ``distill`` x the BCE between its outputs and the global model's predictions on
     its reports at the start of the round; its template rows are negatives for those labels; it
@@ -70,7 +70,7 @@ class FederationConfig(ServerOptions):
     weight_decay: float = setting(0.0, "L2 term of the nodes' Adam")
     balance: bool = setting(True, "weigh positives by negatives/positives per label")
     skip: bool = setting(False, "add a linear term on the embedding to the head", architecture=True)
-    prox: float = setting(0.0, "FedProx proximal term weight (0 = off)")
+    prox: float = setting(0.01, "FedProx proximal term weight (0 = off)")
     templates: bool = setting(
         True, "also train on sentences stating and negating each of a node's labels"
     )
@@ -158,6 +158,7 @@ PAPER_SETTINGS: dict[str, object] = {
     "distill": 0.0,
     "balance": False,
     "templates": False,
+    "prox": 0.0,
 }
 PAPER = FederationConfig(**PAPER_SETTINGS)  # type: ignore[arg-type]
 
