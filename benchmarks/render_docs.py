@@ -37,9 +37,10 @@ def _machine(found: dict) -> str:  # type: ignore[type-arg]
     return f"{m['cores']} cores of {m['cpu']} ({bf16} native bf16), torch {m['torch']}"
 
 
-def _code(row: dict, found: dict) -> str:  # type: ignore[type-arg]
-    """Which code a before/after row ran: this, or the checkout it was compared with."""
-    return "this" if row["code"] == "this" else f"before ({found['before']})"
+def _current(found: dict) -> list[dict]:  # type: ignore[type-arg]
+    """The rows this code measured (a benchmark run with ``--before`` also stores the compared
+    checkout's rows, which the docs leave to the JSON and git log)."""
+    return [row for row in found["rows"] if row.get("code", "this") == "this"]
 
 
 def long_report() -> str:
@@ -105,22 +106,19 @@ def embedding_backends() -> str:
 
 
 def cold_label() -> str:
-    """``reportfed label`` from cold: start-up and reports/s, per CPU kind, before and after."""
+    """``reportfed label`` from cold: start-up and reports/s, per CPU kind."""
     found = _load("cold_label")
     cpus = {"native": "this CPU", "avx2": "capped to AVX2"}
     lines = [
-        f"Measured on {_machine(found)} (`python benchmarks/cold_label.py"
-        + (f" --before <checkout of {found['before']}>" if found.get("before") else "")
-        + f"`, median of 3; {found['reports']:,} MIMIC-style stand-in reports of 15 to 25 "
+        f"Measured on {_machine(found)} (`python benchmarks/cold_label.py`, median of 3; {found['reports']:,} MIMIC-style stand-in reports of 15 to 25 "
         "distinct IU sentences, an empty embedding cache, the default model and backend):",
         "",
-        "| code | CPU | start-up: 6 example reports (s) | 1,000 reports (s) | reports/s after start-up |",
-        "| --- | --- | ---: | ---: | ---: |",
+        "| CPU | start-up: 6 example reports (s) | 1,000 reports (s) | reports/s after start-up |",
+        "| --- | ---: | ---: | ---: |",
     ]
-    for row in found["rows"]:
-        code = _code(row, found)
+    for row in _current(found):
         lines.append(
-            f"| {code} | {cpus[row['cpu']]} | {row['start_s']:.2f} | {row['whole_s']:.2f} | "
+            f"| {cpus[row['cpu']]} | {row['start_s']:.2f} | {row['whole_s']:.2f} | "
             f"**{row['reports_per_s']:.0f}** |"
         )
     return "\n".join(lines)
@@ -131,43 +129,36 @@ def many_reports() -> str:
     found = _load("many_reports")
     lines = [
         f"Measured on {_machine(found)}, MIMIC-style stand-in reports made from IU sentences, "
-        "warm embedding cache (`python benchmarks/many_reports.py"
-        + (f" --before <checkout of {found['before']}>" if found.get("before") else "")
-        + "`):",
+        "warm embedding cache (`python benchmarks/many_reports.py`):",
         "",
-        "| code | reports | input (MB) | output (MB) | wall time (s) | reports/s | peak RSS (MB) |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| reports | input (MB) | output (MB) | wall time (s) | reports/s | peak RSS (MB) |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for row in found["rows"]:
-        code = _code(row, found)
+    for row in _current(found):
         lines.append(
-            f"| {code} | {row['rows']:,} | {row['input_mb']:,.0f} | {row['output_mb']:,.0f} | "
+            f"| {row['rows']:,} | {row['input_mb']:,.0f} | {row['output_mb']:,.0f} | "
             f"{row['wall_s']:,.1f} | {row['reports_per_s']:,.0f} | {row['peak_rss_mb']:,.0f} |"
         )
     return "\n".join(lines)
 
 
 def flower_engines() -> str:
-    """Seconds per round of each engine, before and after, and what secure aggregation costs."""
+    """Seconds per round of each engine and what secure aggregation costs."""
     found = _load("flower_engines")
     rows = {(r["engine"], r["nodes"]): r for r in found["rows"]}
     lines = [
-        f"Measured on {_machine(found)} (`python benchmarks/flower_engines.py --skip simulation "
-        "--before DIR`, one invocation; before: the Flower processes run the checkout in DIR, a "
-        "fresh process per message):",
+        f"Measured on {_machine(found)} (`python benchmarks/flower_engines.py --skip simulation`, "
+        "one invocation):",
         "",
-        "| nodes, rounds | engine | per round (s) | before (s) | wall (s) | largest weight difference to in-process |",
-        "| --- | --- | ---: | ---: | ---: | ---: |",
+        "| nodes, rounds | engine | per round (s) | wall (s) | largest weight difference to in-process |",
+        "| --- | --- | ---: | ---: | ---: |",
     ]
     for (engine, k), row in rows.items():
-        if engine.endswith("(before)"):
-            continue
-        before = rows.get((f"{engine} (before)", k))
-        was = f"{before['round_s']:.2f}" if before else ""
-        lines.append(
-            f"| K={k}, {row['rounds']} | {engine} | **{row['round_s']:.2f}** | {was} | "
-            f"{row['wall_s']:.1f} | {row['diff']:.1e} |"
-        )
+        if not engine.endswith("(before)"):
+            lines.append(
+                f"| K={k}, {row['rounds']} | {engine} | **{row['round_s']:.2f}** | "
+                f"{row['wall_s']:.1f} | {row['diff']:.1e} |"
+            )
     plain, secure = rows[("deployment", 3)], rows[("deployment-secure", 3)]
     mb = 1e6
     lines += [
@@ -185,13 +176,9 @@ def flower_engines() -> str:
 def flower_round() -> str:
     """Seconds of each phase of a node's messages, per way of answering them."""
     found = _load("flower_round")
-    ways = {
-        "before": "before: a fresh process",
-        "after": "a fresh process",
-        "after_warm": "the warm process",
-    }
+    ways = {"after": "a fresh process", "after_warm": "the warm process"}
     lines = [
-        f"Measured on {_machine(found)} (`python benchmarks/flower_round.py --before DIR`, "
+        f"Measured on {_machine(found)} (`python benchmarks/flower_round.py`, "
         f"median of {found['repeats']} fresh processes per message, one node):",
         "",
         "| message | answered in | start (s) | Flower's imports (s) | reportfed's imports (s) | the message (s) | total (s) |",
