@@ -77,8 +77,8 @@ def rewrite(report: Mapping[str, str], style: str) -> str:
             f"\nIMPRESSION:\n{_numbered(parts['impression'])}" if parts["impression"] else ""
         )
     if style == "telegraphic":
-        return _headed({k: _telegraphic(v) if k in ("findings", "impression") else v
-                        for k, v in parts.items()})  # fmt: skip
+        spoken = ("findings", "impression")
+        return _headed({k: _telegraphic(v) if k in spoken else v for k, v in parts.items()})
     if style in ("mimic", "capitals"):
         blanked = {k: v.replace("XXXX", "___") for k, v in parts.items()}
         text = "\n\n".join(
@@ -199,8 +199,8 @@ def styles_plot(runs: pd.DataFrame, method: str, path: Path) -> None:
     ):
         for setting, sub in here.groupby("setting", sort=False):
             values = 100 * sub[[f"{metric}@{s}" for s in STYLES]]
-            ax.errorbar(STYLES, values.mean(), yerr=values.std(), marker="o", capsize=3,
-                        label=setting)  # fmt: skip
+            mean, sd = values.mean(), values.std()
+            ax.errorbar(STYLES, mean, yerr=sd, marker="o", capsize=3, label=setting)
         ax.set_xlabel("style of the test rows")
         ax.set_ylabel(title)
         ax.grid(alpha=0.3)

@@ -393,7 +393,7 @@ def settings_for(name: str, embedders: Sequence[str]) -> tuple[list[Setting], st
             f"sentence+{TEMPLATED}+momentum=0.9",
             "central-sentence",
         )
-        rule = compared[1:3]  # the defaults and FedProx over the rest of the K sweep
+        rule = compared[1:3]  # the combination and FedProx, over the rest of the K sweep
         return (
             [Setting(f"K={k}", k, _iid(n_nodes=k, sentences=True), compared) for k in (10, 6)]
             + [Setting(f"K={k}", k, _iid(n_nodes=k, sentences=True), rule) for k in (4, 2)],
