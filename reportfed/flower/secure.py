@@ -14,11 +14,12 @@ The server's side, Flower's workflow run from reportfed's round loop, is
 :mod:`reportfed.flower.secure_round`, and what a secure run refuses before it starts is in
 :mod:`reportfed.flower.run_checks`; this module is what the node runs and what both share.
 
-Quantization: SecAgg+ maps every value to an integer of 22 bits over ``[-range, range]`` by
-stochastic rounding (``range`` = the run's ``clip-norm`` when set, else :data:`DEFAULT_RANGE`),
-and the masked sum is exact. The mean's error is unbiased and at most ``2 range / 2**22`` per
-value (3.8e-6 at the default range). A node refuses to send a change beyond the range instead of
-letting it be clipped.
+Quantization: SecAgg+ maps every value to an integer of 30 bits (:data:`QUANTIZATION_RANGE`)
+over ``[-range, range]`` by stochastic rounding (``range`` = the run's ``clip-norm`` when set,
+else :data:`DEFAULT_RANGE`), and the masked sum is exact. The mean's error is unbiased and at most
+``2 range / 2**30`` per value (1.5e-8 at the default range), below float32's resolution of
+weights above 0.25. A node refuses to send a change beyond the range instead of letting it be
+clipped.
 
 What the server still learns: the mean change, and so the global model every node receives; a
 label only one node holds has that node's rows in the clear (its sum has one term); with two
