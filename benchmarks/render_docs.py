@@ -110,8 +110,9 @@ def cold_label() -> str:
     found = _load("cold_label")
     cpus = {"native": "this CPU", "avx2": "capped to AVX2"}
     lines = [
-        f"Measured on {_machine(found)} (`python benchmarks/cold_label.py`, median of 3; {found['reports']:,} MIMIC-style stand-in reports of 15 to 25 "
-        "distinct IU sentences, an empty embedding cache, the default model and backend):",
+        f"Measured on {_machine(found)} (`python benchmarks/cold_label.py`, median of 3; "
+        f"{found['reports']:,} MIMIC-style stand-in reports of 15 to 25 distinct IU sentences, "
+        "an empty embedding cache, the default model and backend):",
         "",
         "| CPU | start-up: 6 example reports (s) | 1,000 reports (s) | reports/s after start-up |",
         "| --- | ---: | ---: | ---: |",
@@ -370,7 +371,6 @@ def consortium() -> str:
     """The consortium experiment's arms per setting: F1 with each way of choosing thresholds,
     the ceiling, AUROC, paper accuracy, and the paired tests
     (``experiments/results/consortium.csv``)."""
-
     from experiments.beyond import BASE, DEFAULTS
     from experiments.runner import paired_p
 
@@ -490,7 +490,12 @@ def options_alone() -> str:
         cells = []
         for k, granularity in columns:
             paper = "sentence" if granularity == "sentence" else "surgical"
-            method = (f"{paper}+{option}" if paper == "sentence" else option) if option else paper
+            if not option:
+                method = paper
+            elif paper == "sentence":
+                method = f"sentence+{option}"
+            else:
+                method = option  # whole-report arms are named by their options alone
             sub, ref = _by_seed(runs, f"K={k}", method), _by_seed(runs, f"K={k}", paper)
             cell = f"{100 * sub['auroc'].mean():.2f} / {100 * sub['paper_accuracy'].mean():.2f}"
             p = paired_p(sub["auroc"], ref["auroc"]) if option else None

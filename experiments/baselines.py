@@ -373,13 +373,13 @@ def run_method(
                 )
             ]
         chosen = [_thresholds(m) for m in models]
-        outcome = _evaluate(scenario, models, chosen, scenario.x[scenario.test])
+        x_test = scenario.x[scenario.test]
+        outcome = _evaluate(scenario, models, chosen, x_test)
         for view, x in scenario.views.items():
             seen = _evaluate(scenario, models, chosen, x[scenario.test]).metrics
             outcome.metrics.update({f"{m}@{view}": seen[m] for m in VIEW_METRICS})
         if result.state is not None:  # a server round: the curve over rounds and its bytes
             final = result.state
-            x_test = scenario.x[scenario.test]
             y_test = scenario.y[np.ix_(scenario.test, scenario.labels.indices(final.labels))]
             outcome.curve = [
                 float(np.nanmean(auroc(y_test, predict_state(s, x_test)))) for s in result.rounds

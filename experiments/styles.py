@@ -128,7 +128,7 @@ def styled(site_styles: tuple[str, ...]) -> Callable[[int], Scenario]:
     def build(seed: int) -> Scenario:
         bags = styled_bags()
         _, y, labels, _, _ = iu_data()
-        base = scenario(bags["iu"], y, labels, Protocol(n_nodes=SITES), seed, sentences=bags["iu"])
+        base = scenario(bags["iu"], y, labels, Protocol(n_nodes=SITES), seed)
         sites = [
             replace(site, x=bags[site_styles[k % len(site_styles)]])
             for k, site in enumerate(base.sites)
@@ -160,7 +160,6 @@ def styles_table(runs: pd.DataFrame, method: str) -> str:
         "| sites | n | " + " | ".join(STYLES) + " | mean | p (AUROC) | p (F1) |",
         "| --- | ---: | " + " | ".join("---:" for _ in STYLES) + " | ---: | ---: | ---: |",
     ]
-
     means = {
         setting: pd.DataFrame(
             {m: sub[[f"{m}@{s}" for s in STYLES]].mean(axis=1) for m in ("auroc", "leakfree_f1")}

@@ -44,8 +44,8 @@ class FederationConfig(ServerOptions):
 
     The defaults are the product's, chosen by the ``beyond`` experiment (docs/experiments.md,
     "The product's defaults"); :data:`PAPER` is the paper's code. Beyond the paper (the product
-    turns on ``distill``, ``balance``, ``templates`` and ``prox``): ``distill`` > 0 is knowledge transfer
-    for the labels a node does not annotate (the node receives the whole global model, and its
+    turns on ``distill``, ``balance``, ``templates`` and ``prox``): ``distill`` > 0 is knowledge
+    transfer for the labels a node does not annotate (the node receives the whole global model, and its
     loss adds ``distill`` x the BCE between its outputs and the global model's predictions on
     its reports at the start of the round; its template rows are negatives for those labels; it
     still sends back only its own labels' rows). ``balance`` weighs each positive of a node's

@@ -211,7 +211,7 @@ _UNCERTAIN_BEFORE = (
 _UNCERTAIN_AFTER = (
     r"cannot be (?:entirely |completely |totally )?(?:excluded|ruled out)|can ?not be excluded|"
     r"(?:is|are) not (?:entirely |completely )?(?:excluded|ruled out)|not (?:entirely )?excluded|"
-    r"(?:is|are) (?:also )?(?:possible|likely|suspected|questioned|not excluded|a consideration|"
+    r"(?:is|are) (?:also )?(?:possible|likely|questioned|not excluded|a consideration|"
     r"considered)|\bversus\b|\bvs\.?|\?|(?:is|would be|are) difficult to exclude|"
     r"could not be excluded|"
     r"may be present|possibl[ey]|"
@@ -242,11 +242,11 @@ def _compile(patterns: Iterable[str]) -> re.Pattern[str]:
     return re.compile("|".join(rf"(?<![\w-])(?:{p})" for p in patterns), re.IGNORECASE)
 
 
-#: a cause offered with a hedge: what follows it is uncertain ("may be due to fluid overload")
 #: a suspicion stated after the finding ("atelectasis suspected": uncertain) and its denial, by a
 #: "not" ("pneumonia is not suspected") or by a negation before the finding ("no pneumothorax is
 #: suspected"): negated
 _SUSPECTED = re.compile(r"(?:(?:is|are)\s+)?(not\s+)?suspected\b", re.IGNORECASE)
+#: a cause offered with a hedge: what follows it is uncertain ("may be due to fluid overload")
 _HEDGED_CAUSE = re.compile(
     r"(?:(?:may|might|could) (?:\w+ )?be|possibly|probably|likely|perhaps) "
     r"(?:due|secondary|related) to\s+(?:\w+\s+){0,3}$",
