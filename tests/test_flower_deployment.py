@@ -65,8 +65,9 @@ def test_registered_hospitals_over_tls_refuse_an_intruder_and_resume_under_secur
     model = ReportLabeler.load(out / MODEL_FILE, progress=False)
     assert list(model.classes_) == UNION and model.granularity_ == "report"
     assert model.provenance_["federation"]["round"] == 3
-    # round 3 under SecAgg+: equal within its rounding (tests/test_secure.py)
-    assert_same(model.state_, expected[3], 4e-6)
+    # round 3 under SecAgg+: its rounding (1.5e-8 a weight, tests/test_secure.py) is within the
+    # engines' tolerance
+    assert_same(model.state_, expected[3])
     history = json.loads((out / HISTORY_FILE).read_text())
     assert [e["round"] for e in history] == [1, 2, 3]
     assert all(e["accepted"] == ["a", "b", "c"] for e in history)

@@ -18,8 +18,9 @@ Quantization: SecAgg+ maps every value to an integer of 30 bits (:data:`QUANTIZA
 over ``[-range, range]`` by stochastic rounding (``range`` = the run's ``clip-norm`` when set,
 else :data:`DEFAULT_RANGE`), and the masked sum is exact. The mean's error is unbiased and at most
 ``2 range / 2**30`` per value (1.5e-8 at the default range), below float32's resolution of
-weights above 0.25. A node refuses to send a change beyond the range instead of letting it be
-clipped.
+weights above 0.25. Flower quantizes in the dtype it is handed, so a node hands it its change
+in float64: in float32 the 30-bit levels would round to float32's 24 bits (9.5e-7 at range 8).
+A node refuses to send a change beyond the range instead of letting it be clipped.
 
 What the server still learns: the mean change, and so the global model every node receives; a
 label only one node holds has that node's rows in the clear (its sum has one term); with two
@@ -104,9 +105,9 @@ def unpack(msg: Message) -> tuple[GlobalState, ConfigRecord]:
 def masked_input(
     update: NodeUpdate, received: GlobalState, meta: ConfigRecord, metrics: dict[str, Any]
 ) -> RecordDict:
-    """What a node hands SecAgg+ to mask: its change to the rows it ``received``, clipped to the
-    run's ``clip-norm``, laid out over the federation's labels (zero for the labels it lacks),
-    with weight 1 (uniform) and its training ``metrics``."""
+    """What a node hands SecAgg+ to mask: its change to the rows it ``received`` in float64,
+    clipped to the run's ``clip-norm``, laid out over the federation's labels (zero for the labels
+    it lacks), with weight 1 (uniform) and its training ``metrics``."""
     clip = float(cast(float, meta.get("clip-norm", 0.0)))
     if clip > 0:
         update = clip_update(update, received, clip)
@@ -130,7 +131,7 @@ def masked_input(
         )
     fitres = FitRes(
         Status(Code.OK, ""),
-        ndarrays_to_parameters([v.astype(np.float32) for v in vector]),
+        ndarrays_to_parameters(vector),
         num_examples=1,
         metrics=metrics,
     )
