@@ -10,6 +10,7 @@ import pytest
 from experiments.simulate import main as simulate
 from reportfed.cli import main
 from reportfed.core.labels import CHEXPERT_14
+from reportfed.data.table import CORPUS_COLUMNS, read_reports
 
 from .browser import render
 from .conftest import ROOT
@@ -55,6 +56,9 @@ def test_corpus_iu_writes_table_and_counts(tmp_path, capsys, iu_archive) -> None
     err = capsys.readouterr().err
     assert "wrote 3832 IU reports" in err and "left out the 95 that IU never indexed" in err
     assert "Cardiomegaly" in err
+    # its context columns are read as context by the table reader, not named as ignored
+    table = read_reports(tmp_path / "iu.csv")
+    assert list(frame.columns[2:5]) == list(CORPUS_COLUMNS) and table.ignored_columns == ()
 
 
 def test_embed_prints_throughput_of_new_texts_only(tmp_path, capsys, env) -> None:
@@ -161,6 +165,14 @@ def test_reports_that_share_an_id_are_warned_about_and_told_apart(
     mentioned = rows[rows["source"] == "text"].set_index("label")
     assert mentioned.loc["Cardiomegaly", ["id", "row"]].tolist() == ["a", 1]
     assert mentioned.loc["Pleural Effusion", ["id", "row"]].tolist() == ["a", 3]
+    # --no-text: ids and states only, in the outputs that copy the reports
+    argv = ["label", "--reports", str(reports), "--out", str(tmp_path / "n.parquet"), "--no-text"]
+    assert main([*argv, "--probabilities", str(tmp_path / "p.csv")]) == 0
+    states, proba = pd.read_parquet(tmp_path / "n.parquet"), pd.read_csv(tmp_path / "p.csv")
+    for table in (states, proba):
+        assert "Reports" not in table and list(table.columns[:2]) == ["id", "No Finding"]
+    with_text = pd.read_csv(tmp_path / "l.csv").drop(columns="Reports")
+    pd.testing.assert_frame_equal(states, with_text, check_dtype=False)
 
 
 def test_tiny_sites_are_warned_about_with_their_counts(tmp_path, capsys, env) -> None:

@@ -1,7 +1,8 @@
 """The README's code blocks run as written: every ```bash block in its own fresh folder with
 ``examples/`` beside it (as from the checkout's root), the ```python blocks in order in one
-namespace (later snippets use earlier ones' results). A README edit that breaks a command fails
-here; a block in another language fails until this file knows how to run it.
+namespace (later snippets use earlier ones' results), and the output a block shows in the comment
+lines after a ``print(...)`` is what it prints. A README edit that breaks a command fails here; a
+block in another language fails until this file knows how to run it.
 
 The commands that install reportfed or run this suite (``pip install ...``, ``python3 -m pytest``)
 are what CI's ``.ci/run`` runs on a clean clone; here they are checked against that script.
@@ -57,6 +58,19 @@ def blocks(path: Path) -> list[Block]:
     return found
 
 
+def shown_output(code: str) -> list[str]:
+    """The lines a block shows as printed: the comment lines right after a ``print(...)`` line,
+    without their ``# ``."""
+    shown, lines = [], code.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("print("):
+            for after in lines[i + 1 :]:
+                if not after.startswith("# "):
+                    break
+                shown.append(after[2:])
+    return shown
+
+
 ALL = [b for doc in DOCS for b in blocks(doc)]
 BASH = [b for b in ALL if b.language == "bash"]
 PYTHON = [b for b in ALL if b.language == "python"]
@@ -65,6 +79,7 @@ PYTHON = [b for b in ALL if b.language == "python"]
 def test_every_block_is_bash_or_python() -> None:
     assert [b.id for b in ALL if b.language not in ("bash", "python")] == []
     assert len(BASH) >= 2 and len(PYTHON) >= 3
+    assert any(shown_output(b.code) for b in PYTHON)  # the README's first snippet shows its output
 
 
 def _ci_command(segment: str) -> bool:
@@ -197,13 +212,19 @@ def test_bash_block_runs_as_written(
 
 @pytest.mark.slow
 def test_python_blocks_run_in_order(
-    workspace: Path, iu_archive: Path, default_model: Path, monkeypatch: pytest.MonkeyPatch
+    workspace: Path,
+    iu_archive: Path,
+    default_model: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     pytest.importorskip("monai")
     monkeypatch.chdir(workspace)
     namespace: dict[str, object] = {"__name__": "readme"}
     for block in PYTHON:
         exec(compile(block.code, block.id, "exec"), namespace)  # a failure names README.md:LINE
+        printed = capsys.readouterr().out.splitlines()
+        assert [line for line in shown_output(block.code) if line not in printed] == [], block.id
     # labelling on a Dask cluster gives one process's states (docs/labels.md)
     labeler, unlabelled = namespace["report_labeler"], namespace["unlabelled"]
     one_process = labeler.predict_states(unlabelled["Reports"].tolist())  # type: ignore[attr-defined,index]

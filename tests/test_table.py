@@ -169,6 +169,11 @@ def test_other_delimiters_gzip_and_header_case(tmp_path) -> None:
     assert semi.texts == ["Small effusion, no edema."] and list(semi.label_space) == ["Edema"]
     tab = read_reports(write(tmp_path, "t.csv", "REPORT\tEdema\tCardiomegally\nEdema.\t1\t1\n"))
     assert tab.texts == ["Edema."] and tab.ignored_columns == ("Cardiomegally",)
+    corpus = read_reports(
+        write(tmp_path, "c.csv", "id,Reports,findings,impression,mesh_major,Edema,Cardiomegally\n"
+              "r1,Edema.,Edema.,,Edema,1,1\n")
+    )  # fmt: skip
+    assert corpus.ignored_columns == ("Cardiomegally",)  # reportfed corpus's columns are context
     header = read_reports(write(tmp_path, "h.csv", "Report\nNo effusion.\nCardiomegaly.\n"))
     assert header.texts == ["No effusion.", "Cardiomegaly."]  # the header is not a report
     (tmp_path / "g.csv.gz").write_bytes(gzip.compress(b"Reports,Edema\nNo edema.,0\n"))

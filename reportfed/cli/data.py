@@ -25,6 +25,7 @@ from reportfed.core.labels import CHEXPERT_14
 
 def cmd_corpus(args: argparse.Namespace) -> None:
     from reportfed.data.iu import load_iu_frame
+    from reportfed.data.table import CORPUS_COLUMNS
 
     labels = list(CHEXPERT_14)
     if args.labels:
@@ -44,16 +45,11 @@ def cmd_corpus(args: argparse.Namespace) -> None:
         if not 1 <= args.sample <= len(frame):
             raise ReportfedError(f"--sample must be in [1, {len(frame)}], got {args.sample}")
         frame = frame.sample(n=args.sample, random_state=args.seed).sort_index()
-    out = pd.DataFrame(
-        {
-            "id": frame["uid"],
-            "Reports": frame["text"],
-            "findings": frame["findings"],
-            "impression": frame["impression"],
-            "mesh_major": frame["mesh_major"].map("; ".join),
-        }
+    context = frame[list(CORPUS_COLUMNS)].assign(mesh_major=frame["mesh_major"].map("; ".join))
+    out = pd.concat(
+        [pd.DataFrame({"id": frame["uid"], "Reports": frame["text"]}), context, frame[labels]],
+        axis=1,
     )
-    out = pd.concat([out, frame[labels]], axis=1)
     atomic_write(args.out, table_data(out, args.out))
     say(
         f"wrote {len(out)} IU reports to {args.out} (left out the {unindexed} that IU never "

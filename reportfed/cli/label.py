@@ -67,9 +67,10 @@ def cmd_label(args: argparse.Namespace) -> None:
             done += len(chunk)
             if chunk.id_column:
                 id_hashes.append(np.fromiter(map(hash, chunk.ids), np.int64, len(chunk)))
-            staged.append(written["--out"], _table(chunk, names, read.states))
+            text = not args.no_text
+            staged.append(written["--out"], _table(chunk, names, read.states, text))
             if "--probabilities" in extra:
-                staged.append(written["--probabilities"], _table(chunk, names, read.proba))
+                staged.append(written["--probabilities"], _table(chunk, names, read.proba, text))
             if "--evidence" in extra and read.evidence is not None:
                 staged.append(written["--evidence"], read.evidence)
             if page is not None and read.evidence is not None:
@@ -108,11 +109,12 @@ def _shared_ids(hashes: list[np.ndarray]) -> int:
     return len(every) - len(np.unique(every))
 
 
-def _table(chunk: ReportTable, names: list[str], values: np.ndarray) -> pd.DataFrame:
-    """One chunk's rows of an output table: its ids (where the input has them), the reports and
-    one column per label."""
+def _table(chunk: ReportTable, names: list[str], values: np.ndarray, text: bool) -> pd.DataFrame:
+    """One chunk's rows of an output table: its ids (where the input has them), the reports (with
+    ``text``) and one column per label."""
     ids = {chunk.id_column: chunk.ids} if chunk.id_column else {}
-    return pd.DataFrame({**ids, "Reports": chunk.texts, **dict(zip(names, values.T, strict=True))})
+    reports = {"Reports": chunk.texts} if text else {}
+    return pd.DataFrame({**ids, **reports, **dict(zip(names, values.T, strict=True))})
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -138,6 +140,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--probabilities", default=None, help="also write per-label presence probabilities here"
+    )
+    p.add_argument(
+        "--no-text",
+        action="store_true",
+        help="leave the report text out of --out and --probabilities (by default they copy it "
+        "after the id column, as the CheXpert labeler's output does)",
     )
     p.add_argument(
         "--evidence",

@@ -41,6 +41,11 @@ _WORD = re.compile(r"[^\W\d_]")
 FIELD_LIMIT = 2**31 - 1
 
 
+#: the columns ``reportfed corpus iu`` writes beside the report (IU's sections and MeSH terms):
+#: context for a reader, neither labels nor columns a user should be told were ignored
+CORPUS_COLUMNS = ("findings", "impression", "mesh_major")
+
+
 @dataclass
 class ReportTable:
     """Report texts with a (possibly partial) label matrix.
@@ -344,8 +349,8 @@ def read_reports(
 
     Empty report cells, cells such as ``NaN``, ``NA``, ``null`` that stand for a missing value,
     and cells without a word (``12345``) are skipped; their count is in ``ReportTable.skipped_empty``. An ``id`` column is kept
-    in ``ReportTable.ids``; columns that are neither text, id nor labels are named in
-    ``ReportTable.ignored_columns``.
+    in ``ReportTable.ids``; columns that are neither text, id, labels nor
+    :data:`CORPUS_COLUMNS` are named in ``ReportTable.ignored_columns``.
     """
     path = _table_path(path)
     if uncertain not in _UNCERTAIN_VALUE:
@@ -409,7 +414,9 @@ def read_reports(
         labels=labels[keep],
         label_space=space,
         ignored_columns=tuple(
-            str(c) for c in frame.columns if c not in (column, "id", *label_columns)
+            str(c)
+            for c in frame.columns
+            if c not in (column, "id", *label_columns, *CORPUS_COLUMNS)
         ),
         blank_columns=tuple(space[label_columns.index(c)] for c in blank_columns),
     )
