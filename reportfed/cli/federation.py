@@ -27,7 +27,7 @@ from typing import Any
 from reportfed.cli.options import say
 from reportfed.core import schema
 from reportfed.core.config import FLOWER_DEFAULTS, FederationConfig, NodeSettings, RunSettings
-from reportfed.core.errors import ConfigError, ReportfedError, RunFailedError
+from reportfed.core.errors import ReportfedError, RunFailedError
 
 
 def _tls(args: argparse.Namespace, option: str, *, check: bool = True) -> Path | None:
@@ -213,11 +213,6 @@ def _run_config(args: argparse.Namespace) -> dict[str, schema.Scalar]:
     from reportfed.flower.run_checks import check_run
 
     settings = schema.from_args(RunSettings, args, out=str(Path(args.out).resolve()))
-    if settings.modality != "reports":
-        raise ConfigError(
-            f"federation run trains report models, got --modality {settings.modality}: an image "
-            "federation is started with flwr run and its images.* run-config keys (docs/vision.md)"
-        )
     config = schema.from_args(FederationConfig, args)
     check_run(config, settings)  # here, not in the server's log
     return {**schema.in_table("reports", schema.encode(config)), **schema.encode(settings)}
@@ -368,7 +363,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     schema.add_flags(p, NodeSettings, required=["data"])
     p.set_defaults(func=start_supernode)
 
-    p = cmds.add_parser("run", help="run federated training and wait for the global model")
+    p = cmds.add_parser(
+        "run",
+        help="run federated training and wait for the global model",
+        description="Run federated training of a report model and wait for the global model. An "
+        "image federation is started with flwr run and its images.* run-config keys "
+        "(docs/vision.md).",
+    )
     p.add_argument("--superlink", required=True, help="server address host:port")
     tls(p, "root-certificates", "CA certificate that signed the server's certificate")
     p.add_argument(
@@ -378,7 +379,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="seconds to wait for the server to accept connections (it may still be starting)",
     )
     schema.add_flags(p, FederationConfig, skip=FLOWER_DEFAULTS)  # fixed in a Flower run
-    schema.add_flags(p, RunSettings)
+    schema.add_flags(p, RunSettings, skip=("modality",))  # it trains reports
     p.set_defaults(**FLOWER_DEFAULTS)
     p.set_defaults(func=cmd_run)
 
