@@ -396,7 +396,7 @@ def settings_for(name: str, embedders: Sequence[str]) -> tuple[list[Setting], st
         rule = compared[1:3]  # the combination and FedProx, over the rest of the K sweep
         return (
             [Setting(f"K={k}", k, _iid(n_nodes=k, sentences=True), compared) for k in (10, 6)]
-            + [Setting(f"K={k}", k, _iid(n_nodes=k, sentences=True), rule) for k in (4, 2)],
+            + [Setting(f"K={k}", k, _iid(n_nodes=k, sentences=True), rule) for k in (8, 4, 2)],
             "",
         )
     if name == "styles":  # issue 47: hospitals that write differently
