@@ -3,6 +3,8 @@ site importing labels from a global model without training."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import socket
 from pathlib import Path
 
@@ -200,3 +202,64 @@ def test_a_node_key_flower_cannot_use_is_refused_in_one_line(tmp_path: Path, cap
     afile.write_text("")
     assert main(["federation", "keys", "--out", str(afile / "keys"), "--name", "h"]) == 2
     assert "cannot make the key folder" in capsys.readouterr().err
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (Linux's /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def _running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="Linux's /proc")
+def test_a_killed_node_command_leaves_no_supernode_behind(tmp_path: Path) -> None:
+    """SIGKILL (the OOM killer's) reaches no handler of ``federation node``; its SuperNode, which
+    would retry a server forever, ends with it all the same."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    data = tmp_path / "site.csv"
+    data.write_text("Reports,Cardiomegaly\nHeart is enlarged.,1\n")
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = str(free.getsockname()[1])
+    argv = ["federation", "node", "--data", str(data), "--superlink", "127.0.0.1:1", "--insecure"]
+    node = subprocess.Popen(  # a server that is not there: the SuperNode keeps retrying
+        [sys.executable, "-m", "reportfed", *argv, "--port", port],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not (children := _children(node.pid)) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert children, "federation node started no SuperNode within 60 s"
+        node.kill()
+        node.wait()
+        deadline = time.monotonic() + 15
+        while any(map(_running, children)) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not any(map(_running, children))
+    finally:  # whatever the outcome, no process of this node's port lives on
+        for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+            with contextlib.suppress(OSError):
+                words = cmdline.read_text(errors="replace").split("\0")
+                if port in words or f"127.0.0.1:{port}" in words:
+                    os.kill(int(cmdline.parent.name), signal.SIGKILL)
