@@ -265,4 +265,6 @@ def test_secure_image_federation_equals_the_plain_one(federation, tmp_path) -> N
     assert list(masked.labels) == list(plain.labels)
     for block in ("shared", "task"):
         for key, value in getattr(plain, block).items():
-            np.testing.assert_allclose(getattr(masked, block)[key], value, atol=2 * 8 / 2**30, rtol=2**-23)
+            np.testing.assert_allclose(
+                getattr(masked, block)[key], value, atol=2 * 8 / 2**30, rtol=2**-23
+            )
