@@ -47,6 +47,7 @@ def cmd_label(args: argparse.Namespace) -> None:
     start = time.perf_counter()
     unread, unreadable = 0, list[str]()  # how many reports cannot be read; the first ten ids
     done, id_hashes = 0, []  # reports labelled; a 64-bit hash of each id, to find duplicates
+    text = not args.no_text  # the report text copied into --out and --probabilities
     with (
         StagedTables(list(written.values())) as staged,
         tqdm(total=usable, desc="labelling", unit="report", leave=False) as bar,
@@ -67,7 +68,6 @@ def cmd_label(args: argparse.Namespace) -> None:
             done += len(chunk)
             if chunk.id_column:
                 id_hashes.append(np.fromiter(map(hash, chunk.ids), np.int64, len(chunk)))
-            text = not args.no_text
             staged.append(written["--out"], _table(chunk, names, read.states, text))
             if "--probabilities" in extra:
                 staged.append(written["--probabilities"], _table(chunk, names, read.proba, text))
