@@ -371,8 +371,7 @@ def consortium() -> str:
     """The consortium experiment's arms per setting: F1 with each way of choosing thresholds,
     the ceiling, AUROC, paper accuracy, and the paired tests
     (``experiments/results/consortium.csv``)."""
-    from experiments.beyond import BASE, DEFAULTS
-    from experiments.runner import paired_p
+    from experiments.beyond import BASE, DEFAULTS, consortium_arms
 
     runs = _experiment("consortium.csv")
     names = {
@@ -395,19 +394,16 @@ def consortium() -> str:
         "| p (matched vs validation) |",
         "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for setting, here in runs.groupby("setting", sort=False):
-        base = here[here["method"] == BASE].set_index("seed")
+    for setting in runs["setting"].unique():
+        arms = consortium_arms(runs, setting)
         for method, name in names.items():
-            sub = here[here["method"] == method].set_index("seed")
-            if sub.empty:
+            if method not in arms:
                 continue
-            tests = [
-                None if method == BASE else paired_p(sub[m], base[m])
-                for m in ("leakfree_f1", "auroc", "paper_accuracy")
-            ] + [paired_p(sub["matched_all_f1"], sub["leakfree_f1"])]
-            cells = " | ".join(f"{100 * sub[m].mean():.2f}" for m in metrics)
+            arm = arms[method]
+            tests = [arm.p[m] for m in ("leakfree_f1", "auroc", "paper_accuracy", "matched_all_f1")]
+            cells = " | ".join(f"{arm.mean[m]:.2f}" for m in metrics)
             said = " | ".join("" if p is None else f"{p:.2g}" for p in tests)
-            lines.append(f"| {setting[2:]} | {name} | {len(sub)} | {cells} | {said} |")
+            lines.append(f"| {setting[2:]} | {name} | {arm.n} | {cells} | {said} |")
     return "\n".join(lines)
 
 

@@ -6,7 +6,7 @@ K sweep, and per-label F1 beside published IU results.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -344,18 +344,58 @@ BASE = f"sentence+{TEMPLATED}"
 DEFAULTS = f"{BASE}+prox=0.01"
 
 
-def consortium_table(runs: pd.DataFrame, setting: str) -> str:
-    """Per arm of ``setting``: leak-free F1 with thresholds best on the annotated validation rows
-    and with thresholds matching each label's prevalence over every site's validation rows (the
-    same models), its ceiling (thresholds best on the test rows), macro AUROC and paper
-    accuracy, percent mean ± SD, with the paired p of F1 and AUROC against :data:`BASE` on the
-    same seeds, and of the matched thresholds' F1 against the validation thresholds' on the
-    same models."""
+#: what the consortium experiment measures of each arm (percent)
+CONSORTIUM_METRICS = (
+    "leakfree_f1", "matched_f1", "matched_all_f1", "f1_ceiling", "auroc", "paper_accuracy"
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One arm of a consortium setting over its seeds: ``mean`` and ``sd`` of each of
+    :data:`CONSORTIUM_METRICS` in percent (NaN where the arm's runs lack it), and the paired
+    ``p`` of leak-free F1, AUROC and paper accuracy against :data:`BASE` on the same seeds and of
+    each matched thresholds' F1 against the validation thresholds' on the same models (None
+    where there is nothing to test)."""
+
+    n: int
+    mean: dict[str, float]
+    sd: dict[str, float]
+    p: dict[str, float | None]
+
+
+def consortium_arms(runs: pd.DataFrame, setting: str) -> dict[str, Arm]:
+    """The arms of ``setting`` in the order they were run."""
     here = runs[runs["setting"] == setting]
     base = here[here["method"] == BASE].set_index("seed")
-    metrics = (
-        "leakfree_f1", "matched_f1", "matched_all_f1", "f1_ceiling", "auroc", "paper_accuracy"
-    )  # fmt: skip
+    arms = {}
+    for method, sub in here.groupby("method", sort=False):
+        sub = sub.set_index("seed")
+        held = {m for m in CONSORTIUM_METRICS if m in sub and sub[m].notna().any()}
+        p: dict[str, float | None] = {
+            m: None if method == BASE else paired_p(sub[m], base[m])
+            for m in ("leakfree_f1", "auroc", "paper_accuracy")
+        }
+        p |= {
+            m: paired_p(sub[m], sub["leakfree_f1"]) if m in held else None
+            for m in ("matched_f1", "matched_all_f1")
+        }
+        arms[str(method)] = Arm(
+            n=len(sub),
+            mean={m: 100 * sub[m].mean() if m in held else np.nan for m in CONSORTIUM_METRICS},
+            sd={m: 100 * sub[m].std() if m in held else np.nan for m in CONSORTIUM_METRICS},
+            p=p,
+        )
+    return arms
+
+
+def consortium_table(runs: pd.DataFrame, setting: str) -> str:
+    """Per arm of ``setting`` (:func:`consortium_arms`): leak-free F1 with thresholds best on the
+    annotated validation rows and with thresholds matching each label's prevalence over every
+    site's validation rows or all its rows (the same models), its ceiling (thresholds best on
+    the test rows), macro AUROC and paper accuracy, percent mean ± SD, with the paired p of F1
+    and AUROC against :data:`BASE` on the same seeds, and of the matched thresholds' F1 against
+    the validation thresholds' on the same models."""
     lines = [
         f"Against `{BASE}`, setting `{setting}` (`{DEFAULTS}` is the product's defaults; "
         "percent, mean ± SD over the seeds; p: paired t-test against the first on the same "
@@ -372,21 +412,12 @@ def consortium_table(runs: pd.DataFrame, setting: str) -> str:
         "| p (matched, all rows vs validation) |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for method, sub in here.groupby("method", sort=False):
-        sub = sub.set_index("seed")
+    for method, arm in consortium_arms(runs, setting).items():
         cells = [
-            f"{100 * sub[m].mean():.2f} ± {100 * sub[m].std():.2f}"
-            if m in sub and sub[m].notna().any()
-            else "—"
-            for m in metrics
+            "—" if np.isnan(arm.mean[m]) else f"{arm.mean[m]:.2f} ± {arm.sd[m]:.2f}"
+            for m in CONSORTIUM_METRICS
         ]
-        ps = [
-            None if method == BASE else paired_p(sub[m], base[m]) for m in ("leakfree_f1", "auroc")
-        ]
-        ps += [
-            paired_p(sub[m], sub["leakfree_f1"]) if m in sub and sub[m].notna().any() else None
-            for m in ("matched_f1", "matched_all_f1")
-        ]
+        ps = [arm.p[m] for m in ("leakfree_f1", "auroc", "matched_f1", "matched_all_f1")]
         tests = ["" if p is None else f"{p:.2g}" for p in ps]
-        lines.append(f"| {method} | {len(sub)} | {' | '.join(cells)} | {' | '.join(tests)} |")
+        lines.append(f"| {method} | {arm.n} | {' | '.join(cells)} | {' | '.join(tests)} |")
     return "\n".join(lines) + "\n"
