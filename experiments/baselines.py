@@ -257,31 +257,37 @@ def method_nodes(
 @dataclass(frozen=True)
 class Judged:
     """A model to evaluate: its weights, the validation rows of every site it serves, their
-    labels where the site annotates them (NaN elsewhere), every row of those sites (training and
-    validation), and each label's prevalence over the annotated rows (what the sites holding
-    it can count)."""
+    labels where the site annotates them (NaN elsewhere), and the same for every row of those
+    sites (training and validation)."""
 
     state: GlobalState
     val_x: np.ndarray
     val_y: np.ndarray
     all_x: np.ndarray
-    prevalence: np.ndarray
+    all_y: np.ndarray
 
 
+#: the ways of choosing thresholds besides the validation rows' best F1 (:func:`_thresholds`),
+#: each judged as ``<rule>_f1``
+RULES = ("all_rows", "matched", "matched_all")
 #: the metrics judged on each of a scenario's views
 VIEW_METRICS = ("auroc", "leakfree_f1")
 
 
 def _thresholds(model: Judged) -> dict[str, np.ndarray]:
-    """``model``'s thresholds chosen three ways: best F1 on the validation rows annotated
-    (``f1``), and the score above which each label's share of rows matches its prevalence, no
-    label seen, over all validation rows (``matched``) or all rows (``matched_all``)."""
+    """``model``'s thresholds chosen four ways, none from a test row: best F1 on the validation
+    rows annotated (``f1``) or on every annotated row, training rows too (``all_rows``), and the
+    score above which each label's share of rows matches its prevalence over the annotated rows
+    (what the sites holding it can count), no label seen, over all validation rows
+    (``matched``) or all rows (``matched_all``)."""
     val_p = predict_state(model.state, model.val_x)
     all_p = predict_state(model.state, model.all_x)
+    prevalence = np.nanmean(model.all_y, axis=0)
     return {
         "f1": f1_thresholds(model.val_y, val_p),
-        "matched": matched_thresholds(val_p, model.prevalence),
-        "matched_all": matched_thresholds(all_p, model.prevalence),
+        "all_rows": f1_thresholds(model.all_y, all_p),
+        "matched": matched_thresholds(val_p, prevalence),
+        "matched_all": matched_thresholds(all_p, prevalence),
     }
 
 
@@ -292,7 +298,7 @@ def _evaluate(
     x_test: np.ndarray,
 ) -> Outcome:
     """Metrics of ``models`` on the test rows embedded as ``x_test``, at their ``thresholds``
-    (:func:`_thresholds`): ``leakfree_*`` at ``f1``, ``matched_f1`` and ``matched_all_f1`` at
+    (:func:`_thresholds`): ``leakfree_*`` at ``f1``, ``<rule>_f1`` at each of :data:`RULES` at
     the others."""
     y_true, names, probs = [], [], []
     for model in models:
@@ -304,7 +310,7 @@ def _evaluate(
         np.concatenate(y_true, axis=1),
         np.concatenate(probs, axis=1),
         thresholds=np.concatenate([t["f1"] for t in thresholds]),
-        rules={r: np.concatenate([t[r] for t in thresholds]) for r in ("matched", "matched_all")},
+        rules={r: np.concatenate([t[r] for t in thresholds]) for r in RULES},
     )
     by_label: dict[str, dict[str, list[float]]] = {}
     for j, name in enumerate(names):
@@ -356,7 +362,7 @@ def run_method(
                     val_x[s.name],
                     val_y[s.name][:, union.indices(s.labels)],
                     all_x[s.name],
-                    np.nanmean(counted[s.name][:, union.indices(s.labels)], axis=0),
+                    counted[s.name][:, union.indices(s.labels)],
                 )
                 for s in scenario.sites
             ]
@@ -369,7 +375,7 @@ def run_method(
                     np.concatenate(list(val_x.values())),
                     np.concatenate(list(val_y.values()))[:, cols],
                     np.concatenate(list(all_x.values())),
-                    np.nanmean(np.concatenate(list(counted.values()))[:, cols], axis=0),
+                    np.concatenate(list(counted.values()))[:, cols],
                 )
             ]
         chosen = [_thresholds(m) for m in models]
