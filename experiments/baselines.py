@@ -298,8 +298,8 @@ def _evaluate(
     x_test: np.ndarray,
 ) -> Outcome:
     """Metrics of ``models`` on the test rows embedded as ``x_test``, at their ``thresholds``
-    (:func:`_thresholds`): ``leakfree_*`` at ``f1``, ``<rule>_f1`` at each of :data:`RULES` at
-    the others."""
+    (:func:`_thresholds`): ``leakfree_*`` at ``f1``, and ``<rule>_f1`` at each of
+    :data:`RULES`."""
     y_true, names, probs = [], [], []
     for model in models:
         cols = scenario.labels.indices(model.state.labels)
