@@ -263,3 +263,13 @@ def test_a_killed_node_command_leaves_no_supernode_behind(tmp_path: Path) -> Non
                 words = cmdline.read_text(errors="replace").split("\0")
                 if port in words or f"127.0.0.1:{port}" in words:
                     os.kill(int(cmdline.parent.name), signal.SIGKILL)
+
+
+def test_free_ports_lie_below_the_ports_outgoing_connections_take() -> None:
+    """A node's port is chosen before its process binds it; a port the OS may lend an outgoing
+    connection meanwhile (another node's gRPC channel) would collide."""
+    from reportfed.flower.launch import LOWEST_PORT, _ephemeral_ports, free_port
+
+    below = _ephemeral_ports()[0]
+    ports = [free_port() for _ in range(50)]
+    assert all(LOWEST_PORT <= port < below for port in ports) and len(set(ports)) > 1

@@ -19,6 +19,7 @@ import io
 import ipaddress
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -476,11 +477,40 @@ def wait_for_server(
         time.sleep(0.5)
 
 
+#: where :func:`free_port` looks: from here up to the ports the OS hands to outgoing connections
+LOWEST_PORT = 10000
+#: the OS's range of ports for outgoing connections where it does not say (IANA's)
+EPHEMERAL = (49152, 65535)
+
+
+def _ephemeral_ports() -> tuple[int, int]:
+    """The range the OS takes local ports of outgoing connections from (Linux says)."""
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+    except (OSError, ValueError):
+        return EPHEMERAL
+    return int(low), int(high)
+
+
 def free_port() -> int:
-    """A TCP port free on 127.0.0.1 right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A TCP port free on 127.0.0.1 right now and below the ports the OS gives outgoing
+    connections, so that no connection another process opens before the port's server binds it
+    (a node's gRPC channel, say) can take it."""
+    choose = random.Random()
+    below = _ephemeral_ports()[0]
+    if below <= LOWEST_PORT:  # an OS that lends nearly every port: any free one
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            return int(s.getsockname()[1])
+    for _ in range(200):
+        port = choose.randrange(LOWEST_PORT, below)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise ReportfedError(f"no free TCP port on 127.0.0.1 between {LOWEST_PORT} and {below}")
 
 
 def _wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 60.0) -> None:
