@@ -75,6 +75,12 @@ def test_differential_privacy_with_knowledge_transfer_is_refused_in_one_line(
 
 
 def test_federation_run_trains_reports_and_says_where_image_runs_start(capsys) -> None:  # type: ignore[no-untyped-def]
+    run = ["federation", "run", "--superlink", "127.0.0.1:1", "--insecure"]
+    with pytest.raises(SystemExit) as refused:  # its flags are the report model's
+        main([*run, "--modality", "images"])
+    err = capsys.readouterr().err
+    assert refused.value.code == 2
+    assert err.splitlines()[-1] == "reportfed: error: unrecognized arguments: --modality images"
     with pytest.raises(SystemExit):
         main(["federation", "run", "--help"])
     shown = capsys.readouterr().out
@@ -236,9 +242,9 @@ def test_a_killed_node_command_leaves_no_supernode_behind(tmp_path: Path) -> Non
 
     data = tmp_path / "site.csv"
     data.write_text("Reports,Cardiomegaly\nHeart is enlarged.,1\n")
-    with socket.socket() as free:
-        free.bind(("127.0.0.1", 0))
-        port = str(free.getsockname()[1])
+    from reportfed.flower.launch import free_port
+
+    port = str(free_port())
     argv = ["federation", "node", "--data", str(data), "--superlink", "127.0.0.1:1", "--insecure"]
     node = subprocess.Popen(  # a server that is not there: the SuperNode keeps retrying
         [sys.executable, "-m", "reportfed", *argv, "--port", port],

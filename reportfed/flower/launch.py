@@ -496,12 +496,12 @@ def free_port() -> int:
     """A TCP port free on 127.0.0.1 right now and below the ports the OS gives outgoing
     connections, so that no connection another process opens before the port's server binds it
     (a node's gRPC channel, say) can take it."""
-    choose = random.Random()
     below = _ephemeral_ports()[0]
     if below <= LOWEST_PORT:  # an OS that lends nearly every port: any free one
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             return int(s.getsockname()[1])
+    choose = random.Random()
     for _ in range(200):
         port = choose.randrange(LOWEST_PORT, below)
         with socket.socket() as s:
