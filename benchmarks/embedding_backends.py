@@ -1,11 +1,11 @@
 """Which embedding backend for which CPU: speed, closeness to fp32 and the labels' quality, in one
 invocation.
 
-Arms: torch fp32 and bf16, OpenVINO fp32 and bf16, ONNX Runtime fp32 and dynamic int8, each
+Arms: torch fp32 and bf16, OpenVINO fp32 and bf16, ONNX Runtime fp32 and dynamic int8 (per channel), each
 embedding the same 2,000 distinct IU report sentences (``reportfed.text.sentences.report_units``) in
-a process of its own, on this CPU as it is and capped to AVX2 (``ONEDNN_MAX_CPU_ISA=AVX2
-ATEN_CPU_CAPABILITY=avx2``: torch and OpenVINO then run as on a CPU without AVX512-BF16; ONNX
-Runtime chooses its kernels by itself and ignores both). Per arm: sentences/s (the median of
+a process of its own, on this CPU as it is and, on a CPU that multiplies bf16 natively, capped to
+AVX2 (``ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2``: torch and OpenVINO then run as on a
+CPU without AVX512-BF16; ONNX Runtime chooses its kernels by itself and ignores both). Per arm: sentences/s (the median of
 ``--repeats`` runs, the arms interleaved) and the cosine of each vector to torch fp32's; an arm that
 cannot run under a cap is recorded as ``null`` (OpenVINO bf16 under the AVX2 cap, which ``auto``
 never asks for). ``auto`` is what the default embedder runs under each cap (its cache key's last
@@ -20,7 +20,8 @@ cold labelling throughput, so int8's effect is judged on the labels, not on the 
 
     python benchmarks/embedding_backends.py [--sentences 2000] [--quality --seeds 0 | --quality-from REV]
 
-Writes ``benchmarks/results/embedding_backends.json``.
+Writes ``benchmarks/results/embedding_backends.json`` (``--out``; ``embedding_backends_avx2.json``
+holds a run on a CPU with AVX2 alone).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from machine import machine, save_result
+from machine import cpu_caps, machine, save_result
 
 RESULTS = Path(__file__).resolve().parent / "results" / "embedding_backends.json"
 HERE = Path(__file__).resolve().parent
@@ -48,7 +49,6 @@ ARMS = {
     "onnx-fp32": ("onnx", None),
     "onnx-int8": ("onnx-int8", None),
 }
-CAPS = {"native": {}, "avx2": {"ONEDNN_MAX_CPU_ISA": "AVX2", "ATEN_CPU_CAPABILITY": "avx2"}}
 
 
 def sentences(n: int) -> list[str]:
@@ -79,9 +79,10 @@ def worker(arm: str, n: int, out: Path) -> None:
 
 
 def run_arm(arm: str, cap: str, n: int, folder: Path) -> tuple[dict[str, float], np.ndarray] | None:
-    """``arm``'s speed and vectors under ``cap``; None where it cannot run there."""
+    """``arm``'s speed and vectors under ``cap`` (:func:`machine.cpu_caps`); None where it
+    cannot run there."""
     out = folder / f"{arm}-{cap}.npy"
-    env = {**os.environ, **CAPS[cap]}
+    env = {**os.environ, **cpu_caps()[cap]}
     env.pop("REPORTFED_BACKEND", None)
     env.pop("REPORTFED_PRECISION", None)
     cmd = [sys.executable, __file__, "--worker", arm, "--sentences", str(n), "--vectors", str(out)]
@@ -140,7 +141,7 @@ def main() -> None:
         speed: dict[str, dict[str, object]] = {}
         rates: dict[tuple[str, str], list[float]] = {}
         for repeat in range(args.repeats):  # arms interleaved: a drifting machine hits each alike
-            for cap in CAPS:
+            for cap in cpu_caps():
                 reference = None
                 for arm in ARMS:
                     ran = run_arm(arm, cap, args.sentences, folder)

@@ -38,6 +38,19 @@ def machine() -> dict[str, object]:
     }
 
 
+#: the instruction-set cap under which torch and OpenVINO run as on a CPU without AVX512-BF16
+AVX2_CAP = {"ONEDNN_MAX_CPU_ISA": "AVX2", "ATEN_CPU_CAPABILITY": "avx2"}
+
+
+def cpu_caps() -> dict[str, dict[str, str]]:
+    """The ways a benchmark runs on this CPU: as it is (``native``), and, where it multiplies bf16
+    natively, capped to AVX2 (``avx2``: a CPU without AVX512-BF16, emulated; on a CPU without
+    native bf16 the cap changes nothing)."""
+    from reportfed.embed.precision import native_bf16
+
+    return {"native": {}, **({"avx2": AVX2_CAP} if native_bf16("cpu") else {})}
+
+
 def checkout_commit(checkout: Path) -> str:
     """The commit checked out in ``checkout`` (a ``--before`` benchmark's other code)."""
     return subprocess.run(

@@ -63,9 +63,10 @@ def long_report() -> str:
     return "\n".join(lines)
 
 
-def embedding_backends() -> str:
-    """Sentences/s and closeness to fp32 per backend and CPU, and the labels per backend."""
-    found = _load("embedding_backends")
+def embedding_backends(name: str) -> str:
+    """Sentences/s and closeness to fp32 per backend and CPU, and the labels per backend, from
+    the results file ``name`` (one CPU)."""
+    found = _load(name)
     speed, quality = found["speed"], found.get("quality", {})
     caps = {"native": "this CPU", "avx2": "capped to AVX2"}
     head = " | ".join(f"sentences/s, {caps[c]}" for c in speed)
@@ -92,7 +93,8 @@ def embedding_backends() -> str:
             f"{speed[c][arm]['sentences_per_s']:.0f}" if speed[c][arm] else "cannot run"
             for c in speed
         )
-        cos = f"{first[arm]['cosine_to_fp32_mean']:.4f} / {first[arm]['cosine_to_fp32_min']:.4f}"
+        ran = next((speed[c][arm] for c in speed if speed[c][arm]), None)
+        cos = f"{ran['cosine_to_fp32_mean']:.4f} / {ran['cosine_to_fp32_min']:.4f}" if ran else ""
         q = quality.get(arm)
         labels = (
             f"{q['auroc']:.4f} | {q['f1_states']:.4f} | {q['cold_reports_per_s']:.0f}"
@@ -103,17 +105,25 @@ def embedding_backends() -> str:
     named = {c: speed[c]["auto"] for c in speed}  # a torch cache key ends in the precision alone
     auto = ", ".join(f"{caps[c]}: {a if '-' in a else 'torch-' + a}" for c, a in named.items())
     lines += ["", f"The default (`auto`) runs: {auto}."]
+    if "note" in found:
+        lines += ["", found["note"]]
     return "\n".join(lines)
 
 
-def cold_label() -> str:
-    """``reportfed label`` from cold: start-up and reports/s, per CPU kind."""
-    found = _load("cold_label")
+def cold_label(name: str) -> str:
+    """``reportfed label`` from cold: start-up and reports/s, per CPU kind, from the results file
+    ``name`` (one CPU)."""
+    found = _load(name)
     cpus = {"native": "this CPU", "avx2": "capped to AVX2"}
     lines = [
         f"Measured on {_machine(found)} (`python benchmarks/cold_label.py`, median of 3; "
-        f"{found['reports']:,} MIMIC-style stand-in reports of 15 to 25 distinct IU sentences, "
-        "an empty embedding cache, the default model and backend):",
+        f"{found['reports']:,} MIMIC-style stand-in reports of 15 to 25 distinct IU sentences"
+        + (
+            f", {found['distinct_sentences']:,} distinct sentences in all"
+            if "distinct_sentences" in found
+            else ""
+        )
+        + ", an empty embedding cache, the default model and backend):",
         "",
         "| CPU | start-up: 6 example reports (s) | 1,000 reports (s) | reports/s after start-up |",
         "| --- | ---: | ---: | ---: |",
@@ -560,7 +570,8 @@ RENDERERS: dict[str, Callable[[], str]] = {
     "rare_labels": rare_labels,
     "styles": styles,
     "assertion_context": assertion_context,
-    "cold_label": cold_label,
+    "cold_label": functools.partial(cold_label, "cold_label"),
+    "cold_label_avx2": functools.partial(cold_label, "cold_label_avx2"),
     "granularity": granularity,
     "labels_iu": labels_iu,
     "node_sweep": functools.partial(node_sweep, "node_sweep"),
@@ -570,7 +581,8 @@ RENDERERS: dict[str, Callable[[], str]] = {
     "flower_round": flower_round,
     "many_reports": many_reports,
     "long_report": long_report,
-    "embedding_backends": embedding_backends,
+    "embedding_backends": functools.partial(embedding_backends, "embedding_backends"),
+    "embedding_backends_avx2": functools.partial(embedding_backends, "embedding_backends_avx2"),
 }
 
 

@@ -77,7 +77,7 @@ def add_embedder_options(p: argparse.ArgumentParser, *, choose: bool = True) -> 
         choices=BACKENDS,
         default=None,
         help="what runs a sentence-transformers embedder (default: $REPORTFED_BACKEND, else auto: "
-        "openvino on a CPU with native bf16, else torch); torch, openvino and onnx (pip install "
+        "openvino on a CPU, torch on a GPU); torch, openvino and onnx (pip install "
         "'reportfed[onnx]') give one vector space, onnx-int8 one of its own (a model trained on "
         "it needs it)",
     )
