@@ -58,7 +58,10 @@ class Scenario:
     as sentence bags ``(n, S, dim)`` for methods of sentence granularity; ``embedder``: the spec
     that made the embeddings (it embeds the template rows); ``views``: the same rows embedded
     otherwise (every row, by name; e.g. written in another hospital's style), on whose test rows
-    the models are judged too (metrics ``<metric>@<view>``, :data:`VIEW_METRICS`)."""
+    the models are judged too (metrics ``<metric>@<view>``, :data:`VIEW_METRICS`); ``read``,
+    where given, what the product's text rules read in each row's report over ``labels`` (1:
+    affirmed, 0: negated or not mentioned, NaN: hedged), for methods that fill the labels a site
+    does not annotate with them."""
 
     x: np.ndarray
     y: np.ndarray
@@ -69,6 +72,7 @@ class Scenario:
     sentences: np.ndarray | None = None
     embedder: str = DEFAULT_EMBEDDER
     views: Mapping[str, np.ndarray] = field(default_factory=dict)
+    read: np.ndarray | None = None
 
     def at(self, granularity: Granularity) -> Scenario:
         """This repeat with the embeddings of ``granularity`` as ``x`` (a scenario built of
@@ -100,7 +104,8 @@ class Method:
 
     ``heads``: a node's head has its own labels or the union of all sites' labels.
     ``missing``: what a union label the site does not annotate is in its loss: masked out, a
-    negative, or its true value (``observed``: the central baseline with every label known).
+    negative, its true value (``observed``: the central baseline with every label known), or
+    what the text rules read in the site's own report (``read``: :attr:`Scenario.read`).
     ``pooled``: all sites' rows on one node (central). ``continuous``: one optimiser run of
     ``rounds x local_epochs`` epochs instead of rounds (methods without a server round).
     ``options``: :class:`FederationConfig` fields this method sets (e.g. ``{"distill": 1.0}``).
@@ -111,7 +116,7 @@ class Method:
     description: str
     mode: Mode
     heads: Literal["own", "union"] = "own"
-    missing: Literal["masked", "negative", "observed"] = "masked"
+    missing: Literal["masked", "negative", "observed", "read"] = "masked"
     pooled: bool = False
     continuous: bool = False
     options: Mapping[str, Any] = field(default_factory=dict)
@@ -217,7 +222,14 @@ def _targets(scenario: Scenario, site: SiteRows, rows: np.ndarray, method: Metho
             np.float32
         )
     view = scenario.site_view(site, rows)
-    return np.nan_to_num(view, nan=0.0) if method.missing == "negative" else view
+    if method.missing == "negative":
+        return np.nan_to_num(view, nan=0.0)
+    if method.missing == "read":
+        if scenario.read is None:
+            raise ValueError("this scenario has no text-rule labels (Scenario.read)")
+        read = scenario.read[np.ix_(rows, scenario.labels.indices(scenario.union()))]
+        return np.where(np.isnan(view), read, view).astype(np.float32)
+    return view
 
 
 def method_nodes(

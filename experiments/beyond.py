@@ -131,6 +131,15 @@ CONSORTIUM = {
             "surgical",
             options={**DEFAULT_OPTIONS, "server_momentum": 0.9},
         ),
+        Method(
+            "epochs=5+distill=1+balance+templates+prox=0.01+read",
+            "the defaults + FedProx 0.01, every site training every label: those it does not "
+            "annotate as the text rules read its own reports",
+            "surgical",
+            heads="union",
+            missing="read",
+            options={**DEFAULT_OPTIONS, "prox": 0.01},
+        ),
     )
 }
 #: the arms of the K sweep: the paper's method and the best combination at both granularities,

@@ -33,8 +33,10 @@ from reportfed.core.files import atomic_write
 from reportfed.core.labels import CHEXPERT_13, LabelSpace
 from reportfed.core.paths import embeddings_cache_dir
 from reportfed.data.iu import load_iu
+from reportfed.data.table import ReportTable
 from reportfed.embed import make_embedder
 from reportfed.embed.granularity import embed_reports
+from reportfed.text.assertion import report_assertions
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -84,10 +86,28 @@ def iu_data(
     sentence bags, computed as :data:`SWEEP_NUMERICS` says), labels, label space, the embedder's
     cache key (its fingerprint and how it computes) and report ids. ``section`` embeds
     ``findings`` or ``impression`` only."""
-    table = load_iu(section=section).select_labels(list(CHEXPERT_13)).fully_annotated()
+    table = _iu_table(section)
     emb = make_embedder(embedder, **SWEEP_NUMERICS)
     x = embed_reports(table.texts, emb, granularity=granularity, cache_dir=embeddings_cache_dir())
     return x, table.labels, table.label_space, emb.cache_key, list(table.ids)
+
+
+@cache
+def _iu_table(section: str) -> ReportTable:
+    return load_iu(section=section).select_labels(list(CHEXPERT_13)).fully_annotated()
+
+
+@cache
+def iu_read(section: str = "text") -> np.ndarray:
+    """What the product's text rules read in each report of :func:`iu_data` (same rows, same
+    labels): 1 where the report affirms a finding, 0 where it negates it or does not mention it,
+    NaN where it hedges (not annotated: CheXpert's "U-Ignore"; on IU, hedged findings are mostly
+    not indexed, and counting them as positives halves Pneumonia's agreement with MeSH)."""
+    table = _iu_table(section)
+    labels = list(table.label_space)
+    value = {"affirmed": 1.0, "uncertain": np.nan}
+    read = [report_assertions(text, labels) for text in table.texts]
+    return np.array([[value.get(r[n] or "", 0.0) for n in labels] for r in read], np.float32)
 
 
 def _write(path: Path, rows: list[dict[str, object]]) -> None:

@@ -60,6 +60,7 @@ from experiments.runner import (
     RESULTS,
     Setting,
     iu_data,
+    iu_read,
     label_plot,
     label_table,
     markdown,
@@ -107,12 +108,15 @@ def notes(config: FederationConfig, repeats: int) -> str:
 
 
 def _iid(
-    embedder: str = "minilm", *, sentences: bool = False, **protocol: object
+    embedder: str = "minilm", *, sentences: bool = False, read: bool = False, **protocol: object
 ) -> Callable[[int], Scenario]:
+    """IU's repeats under ``protocol``; ``sentences``: with sentence bags; ``read``: with what the
+    text rules read in each report (:func:`~experiments.runner.iu_read`)."""
+
     def build(seed: int) -> Scenario:
         x, y, labels, _, _ = iu_data(embedder)
         bags = iu_data(embedder, granularity="sentence")[0] if sentences else None
-        return scenario(
+        found = scenario(
             x,
             y,
             labels,
@@ -121,6 +125,7 @@ def _iid(
             sentences=bags,
             embedder=embedder,
         )
+        return replace(found, read=iu_read()) if read else found
 
     return build
 
@@ -394,8 +399,12 @@ def settings_for(name: str, embedders: Sequence[str]) -> tuple[list[Setting], st
             "central-sentence",
         )
         rule = compared[1:3]  # the combination and FedProx, over the rest of the K sweep
+        read = (f"{DEFAULTS}+read",)  # the labels a site lacks, read by the text rules
         return (
-            [Setting(f"K={k}", k, _iid(n_nodes=k, sentences=True), compared) for k in (10, 6)]
+            [
+                Setting(f"K={k}", k, _iid(n_nodes=k, sentences=True, read=True), compared + read)
+                for k in (10, 6)
+            ]
             + [Setting(f"K={k}", k, _iid(n_nodes=k, sentences=True), rule) for k in (8, 4, 2)],
             "",
         )

@@ -117,3 +117,23 @@ def test_a_view_of_the_test_rows_is_judged_as_the_rows_themselves(data) -> None:
     for metric in ("auroc", "leakfree_f1"):
         assert got.metrics[f"{metric}@same"] == pytest.approx(got.metrics[metric], abs=1e-12)
     assert got.metrics["auroc@noisy"] != pytest.approx(got.metrics["auroc"], abs=1e-3)
+
+
+def test_read_fills_only_the_labels_a_site_does_not_annotate(data) -> None:  # type: ignore[no-untyped-def]
+    from experiments.baselines import method_nodes
+
+    x, y, space = data
+    sc = scenario(x, y, space, Protocol(n_nodes=2, federation=FAST), 0)
+    read = np.where(np.random.default_rng(0).random(y.shape) < 0.1, np.nan, 1 - y)
+    method = replace(METHODS["fl-partial-loss"], missing="read")
+    with pytest.raises(ValueError, match="no text-rule labels"):
+        method_nodes(sc, method)
+    filled = method_nodes(replace(sc, read=read.astype(np.float32)), method)
+    for node, site in zip(filled, sc.sites, strict=True):
+        own = sc.union().indices(site.labels)
+        lacks = [j for j in range(len(sc.union())) if j not in own]
+        cols = sc.labels.indices(sc.union())
+        # annotated labels keep the site's own values; the others are what was read, hedges NaN
+        np.testing.assert_array_equal(node.y[:, own], y[np.ix_(site.fit, cols)][:, own])
+        np.testing.assert_array_equal(node.y[:, lacks], read[np.ix_(site.fit, cols)][:, lacks])
+        assert node.labels == sc.union()
