@@ -204,7 +204,7 @@ _UNCERTAIN_BEFORE = (
     r"suspect(?:ed)?|concerning for|concern for|suggestive of|suggest(?:s|ing)?|worrisome for|"
     r"cannot (?:be )?(?:entirely |completely )?(?:exclude|rule out)|can ?not exclude|can't exclude|"
     r"differential|rule out|\br/o\b|eval(?:uate|uation)? (?:for|of)|assess(?:ment)? for|borderline|equivocal|"
-    r"indeterminate|\bversus\b|\bvs\.?|\?|may not be excluded|raises the possibility|"
+    r"indeterminate|\?|may not be excluded|raises the possibility|"
     r"difficult to exclude|"
     r"not (?:be )?(?:entirely )?excluded"
 )
@@ -212,7 +212,7 @@ _UNCERTAIN_AFTER = (
     r"cannot be (?:entirely |completely |totally )?(?:excluded|ruled out)|can ?not be excluded|"
     r"(?:is|are) not (?:entirely |completely )?(?:excluded|ruled out)|not (?:entirely )?excluded|"
     r"(?:is|are) (?:also )?(?:possible|likely|questioned|not excluded|a consideration|"
-    r"considered)|\bversus\b|\bvs\.?|\?|(?:is|would be|are) difficult to exclude|"
+    r"considered)|\?|(?:is|would be|are) difficult to exclude|"
     r"could not be excluded|"
     r"may be present|possibl[ey]|"
     r"(?:may|might|could) (?:\w+ )?(?:represent|be|reflect) (?:\w+ ){0,2}?(?:an? )?"
@@ -254,6 +254,13 @@ _HEDGED_CAUSE = re.compile(
 )
 #: between two mentions: they are offered as alternatives ("atelectasis or pneumonia")
 _ALTERNATIVE = re.compile(r"^\s*,?\s*(?:and/)?or\s+(?:\w+\s+){0,2}$", re.IGNORECASE)
+#: a differential: it hedges the findings named next to it on either side ("atelectasis versus
+#: pneumonia", "effusion versus thickening"), not those further off ("opacity, atelectasis versus
+#: pneumonia": the opacity is seen, its cause is in doubt)
+_VERSUS = re.compile(r"\b(?:versus|vs\b\.?)", re.IGNORECASE)
+#: between two findings after a "versus": the differential goes on ("atelectasis versus
+#: consolidation, aspiration"); an "and" ends it ("..., and a small effusion")
+_DIFFERENTIAL_GOES_ON = re.compile(r"^\s*,\s*(?:or\s+)?$", re.IGNORECASE)
 _FINDING_RE = {label: _compile(p) for label, p in FINDINGS.items()}
 _ANATOMY_RE = {label: _compile(p) for label, p in ANATOMY.items() if p}
 _GONE_RE = {label: _compile(p) for label, p in GONE.items()}
@@ -362,8 +369,9 @@ def _anatomy_state(sentence: str, start: int, end: int) -> tuple[Assertion, str]
 
 def _hedged(sentence: str, mentions: list[Mention]) -> list[Mention]:
     """Affirmed mentions of two findings offered as alternatives ("atelectasis or pneumonia")
-    made uncertain; after a negation or a pseudo-negation ("no change in pneumothorax or
-    effusion") the ``or`` joins a list instead."""
+    made uncertain, and those next to a differential's "versus" (:data:`_VERSUS`); after a
+    negation or a pseudo-negation ("no change in pneumothorax or effusion") the ``or`` joins a
+    list instead."""
     ordered = sorted(mentions, key=lambda m: m.span)
     hedged: dict[int, str] = {}  # id of a mention -> the words that hedge it
     for a, b in itertools.pairwise(ordered):
@@ -372,6 +380,20 @@ def _hedged(sentence: str, mentions: list[Mention]) -> list[Mention]:
         listed = _NEG_BEFORE.search(sentence[lo : a.span[0]])
         if a.label != b.label and _ALTERNATIVE.match(between) and not listed:
             hedged[id(a)] = hedged[id(b)] = between.strip(" ,")
+    for versus in _VERSUS.finditer(sentence):
+        lo, hi = _clause(sentence, *versus.span())
+        before = [m for m in ordered if lo <= m.span[0] and m.span[1] <= versus.start()]
+        after = [m for m in ordered if versus.end() <= m.span[0] and m.span[1] <= hi]
+        # the mention next to the cue on each side, the findings listed after the second, and
+        # the mentions on the same words as any of them
+        differential = after[:1]
+        for m in after[1:]:
+            if _DIFFERENTIAL_GOES_ON.match(sentence[differential[-1].span[1] : m.span[0]]):
+                differential.append(m)
+        near = [max(before, key=lambda m: m.span[1])] if before else []
+        for m in before + after:
+            if any(m.span[0] < n.span[1] and n.span[0] < m.span[1] for n in near + differential):
+                hedged[id(m)] = versus.group()
     return [
         replace(m, assertion="uncertain", cue=hedged[id(m)])
         if id(m) in hedged and m.assertion == "affirmed"

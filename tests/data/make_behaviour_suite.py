@@ -208,15 +208,28 @@ PHRASINGS: dict[str, list[tuple[str, dict[str, str]]]] = {
     "alternatives": [
         (
             "Bibasilar opacities, atelectasis versus pneumonia.",
-            {"Atelectasis": "-1", "Pneumonia": "-1"},
+            {"Atelectasis": "-1", "Pneumonia": "-1", "Lung Opacity": "1"},
         ),
         ("Atelectasis or pneumonia at the left base.", {"Atelectasis": "-1", "Pneumonia": "-1"}),
         ("Streaky opacities may be atelectasis or scarring.", {"Atelectasis": "-1"}),
         ("Opacity which could represent aspiration or pneumonia.", {"Pneumonia": "-1"}),
         (
             "Left base opacity, atelectasis vs. consolidation.",
-            {"Atelectasis": "-1", "Consolidation": "-1"},
+            {"Atelectasis": "-1", "Consolidation": "-1", "Lung Opacity": "1"},
         ),
+        (
+            "Pneumonia versus atelectasis, and a small left pleural effusion.",
+            {"Pneumonia": "-1", "Atelectasis": "-1", "Pleural Effusion": "1"},
+        ),
+        (
+            "Small right effusion, atelectasis vs pneumonia in the right base.",
+            {"Pleural Effusion": "1", "Atelectasis": "-1", "Pneumonia": "-1"},
+        ),
+        (
+            "Pleural effusion, right greater than left, versus pleural thickening.",
+            {"Pleural Effusion": "-1", "Pleural Other": "-1"},
+        ),
+        ("Atelectasis versus scarring at the left base.", {"Atelectasis": "-1"}),
     ],
     "devices removed": [
         ("The endotracheal tube has been removed.", {"Support Devices": "0"}),

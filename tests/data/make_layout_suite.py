@@ -100,7 +100,7 @@ STATEMENTS: list[tuple[str, str, dict[str, int]]] = [
     (
         "lungs",
         "Bibasilar opacities, atelectasis versus pneumonia.",
-        {"Atelectasis": -1, "Pneumonia": -1},
+        {"Atelectasis": -1, "Pneumonia": -1, "Lung Opacity": 1},
     ),
     ("lungs", "Mild edema is likely.", {"Edema": -1}),
     # pleura
