@@ -398,7 +398,8 @@ def consortium() -> str:
     lines = [
         "From `experiments/results/consortium.csv` (`python -m experiments consortium`; percent, "
         "mean over the seeds; F1 with thresholds best on the annotated validation rows, best on "
-        "every annotated row (training rows too; measured on the defaults at K=10 and 6), and "
+        "every annotated row (training rows too, the product's thresholds; measured on the "
+        "defaults), and "
         "matching each label's prevalence over all rows; p: paired t-test against 5 epochs + "
         "distill + balance + templates on the same seeds, and of the other thresholds against "
         "the validation ones on the same models):",

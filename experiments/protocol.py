@@ -18,7 +18,7 @@ from sklearn.base import clone
 from experiments.baselines import Scenario, SiteRows
 from reportfed.core.config import PAPER, FederationConfig, check_fraction
 from reportfed.core.labels import LabelSpace
-from reportfed.core.metrics import evaluate
+from reportfed.core.metrics import evaluate, f1_thresholds
 from reportfed.data.partition import (
     dirichlet_rows,
     holdout,
@@ -119,18 +119,29 @@ def simulate(
         labeler
         or ReportLabeler(granularity="sentence" if x.ndim == 3 else "report", progress=progress)
     ).set_params(config=config, val_fraction=protocol.val_fraction)
-    labeler.fit_embeddings(
-        x[train],
-        node_view_labels(y[train], labels, site, spaces),
-        labels,
-        nodes=[f"node{k}" for k in site],
-        fingerprint=fingerprint,
-    )
+    view = node_view_labels(y[train], labels, site, spaces)
+    nodes = np.array([f"node{k}" for k in site])
+    labeler.fit_embeddings(x[train], view, labels, nodes=list(nodes), fingerprint=fingerprint)
     cols = labels.indices(labeler.state_.labels)
     p_test = labeler.predict_scores_embeddings(x[test])
-    thresholds = labeler.thresholds_ if protocol.val_fraction > 0 else None
+    thresholds = _validation_thresholds(labeler, x[train], view[:, cols], nodes, seed)
     metrics = evaluate(y[np.ix_(test, cols)], p_test, thresholds=thresholds)
     return SimulationResult(metrics=metrics, labeler=labeler, node_labels=spaces, seed=seed)
+
+
+def _validation_thresholds(
+    labeler: ReportLabeler, x: np.ndarray, y: np.ndarray, nodes: np.ndarray, seed: int
+) -> np.ndarray | None:
+    """The leak-free metrics' thresholds: best F1 on the validation rows ``labeler`` held out of
+    the training rows ``x`` (labels ``y`` over its ``classes_``, NaN where a site does not
+    annotate; each row's site in ``nodes``), split as its fit split them with ``seed``;
+    ``None`` without validation rows. The labeler's own thresholds take every annotated row, a
+    rule the experiments judge beside this one (``all_rows_f1``)."""
+    splits = holdout(nodes, labeler.val_fraction, np.random.default_rng(seed))
+    val = np.concatenate([v for v, _ in splits.values()])
+    if not len(val):
+        return None
+    return f1_thresholds(y[val], labeler.predict_scores_embeddings(x[val]))
 
 
 def scenario(

@@ -79,7 +79,8 @@ def held_out_table(held_out: dict[str, dict[str, Any]]) -> str:
     """The per-label quality on the held-out rows, as lines for the terminal."""
     width = max(len(name) for name in held_out)
     lines = [
-        "held-out rows (--val-fraction of each table; F1 at the threshold chosen on them):",
+        "held-out rows (--val-fraction of each table; F1 at the labelling threshold, chosen on "
+        "every annotated row):",
         f"  {'label':<{width}}  rows  positives  AUROC     F1",
     ]
     for name, q in held_out.items():

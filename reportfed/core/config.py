@@ -115,7 +115,7 @@ class SiteSettings:
         "zeros", "what a -1 label means for presence (zeros: as in the papers)"
     )
     val_fraction: float = setting(
-        0.1, "share of each site's rows held out for evaluation and thresholds, in [0, 1)"
+        0.1, "share of each site's rows held out for evaluation and calibration, in [0, 1)"
     )
 
     def __post_init__(self) -> None:

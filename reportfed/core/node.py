@@ -42,13 +42,16 @@ class Description:
 @dataclass(frozen=True)
 class Evaluation:
     """A node's evaluation of global rows: the labels it holds among them, its held-out labels
-    ``y`` and the global model's probabilities ``p`` (columns in ``labels`` order), and, where
-    the node fits one, its calibration (:func:`reportfed.text.calibration.fit_calibration`)."""
+    ``y`` and the global model's probabilities ``p`` (columns in ``labels`` order), where the
+    node fits one its calibration (:func:`reportfed.text.calibration.fit_calibration`), and
+    where it chooses them from more rows than the held-out ones, its labelling thresholds
+    (``None``: best F1 on ``y`` and ``p``)."""
 
     labels: list[str]
     y: np.ndarray
     p: np.ndarray
     calibration: tuple[np.ndarray, np.ndarray] | None = None
+    thresholds: np.ndarray | None = None
 
 
 @runtime_checkable

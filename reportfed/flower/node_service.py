@@ -65,20 +65,24 @@ def node_settings(node_config: dict[str, Any], run_config: dict[str, Any]) -> No
 
 def evaluation_metrics(evaluation: Evaluation) -> tuple[list[str], dict[str, Any]]:
     """The labels of a node's :class:`~reportfed.core.node.Evaluation` and what it tells the
-    server of them: per-label annotated rows, AUROC and F1 threshold of the global model's
-    probabilities on its held-out labels and, where fitted, its calibration (coefficients and
-    which labels were fitted, :func:`reportfed.text.calibration.fit_calibration`)."""
+    server of them: per-label annotated rows, AUROC of the global model's probabilities on its
+    held-out labels, the labelling threshold (the node's own, else best F1 on the held-out rows)
+    and, where fitted, its calibration (coefficients and which labels were fitted,
+    :func:`reportfed.text.calibration.fit_calibration`)."""
     import numpy as np
 
     from reportfed.core.metrics import auroc, f1_thresholds
 
     labels, y, p = evaluation.labels, evaluation.y, evaluation.p
     n = (~np.isnan(y)).sum(axis=0) if len(y) else np.zeros(len(labels), dtype=int)
+    thresholds = evaluation.thresholds
+    if thresholds is None:
+        thresholds = f1_thresholds(y, p) if len(y) else np.full(len(labels), 0.5)
     metrics: dict[str, Any] = {
         "num-examples": len(y),
         "n": [int(v) for v in n],
         "auroc": [float(v) for v in (auroc(y, p) if len(y) else np.full(len(labels), np.nan))],
-        "threshold": [float(v) for v in (f1_thresholds(y, p) if len(y) else [0.5] * len(labels))],
+        "threshold": [float(v) for v in thresholds],
     }
     if evaluation.calibration is not None:
         coef, fitted = evaluation.calibration

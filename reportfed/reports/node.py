@@ -20,6 +20,7 @@ from reportfed.core.aggregation import Arrays, GlobalState, NodeUpdate, node_arr
 from reportfed.core.config import FederationConfig, NodeSettings, RunSettings, SiteSettings
 from reportfed.core.errors import ReportfedError
 from reportfed.core.labels import LabelSpace, check_label_matrix, warn_if_all_positive
+from reportfed.core.metrics import f1_thresholds
 from reportfed.core.node import Description, Evaluation
 from reportfed.core.rounds import round_seed
 from reportfed.nn.arrays import load_arrays, to_arrays
@@ -171,15 +172,23 @@ class ReportAlgorithm:
         return update, {"loss": loss}
 
     def evaluate(self, state: GlobalState) -> Evaluation:
-        """AUROC inputs and calibration of the global rows on the held-out rows."""
+        """AUROC inputs and calibration of the global rows on the held-out rows, and the
+        labelling thresholds: each label's best F1 on every report the node annotates, training
+        and held-out (the product's rule, docs/experiments.md)."""
         if self.val_x is None or self.val_y is None:
             raise ReportfedError(f"node {self.node.name!r} holds no rows out for evaluation")
         labels = [name for name in state.labels if name in self.node.labels]
+        own, cols = self.node.labels.indices(labels), state.labels.indices(labels)
         model = global_model(state, self.dim, self.config)
-        y = self.val_y[:, self.node.labels.indices(labels)]
-        p = predict_proba(model, torch.from_numpy(self.val_x))[:, state.labels.indices(labels)]
+        y = self.val_y[:, own]
+        p = predict_proba(model, torch.from_numpy(self.val_x))[:, cols]
+        reports = self.node.reports  # the template rows after them are not the node's reports
+        fit_p = predict_proba(model, torch.from_numpy(self.node.x[:reports]))[:, cols]
+        thresholds = f1_thresholds(
+            np.concatenate([self.node.y[:reports, own], y]), np.concatenate([fit_p, p])
+        )
         features = calibration_features(p, self.val_mentions, labels)
-        return Evaluation(labels, y, p, fit_calibration(features, y))
+        return Evaluation(labels, y, p, fit_calibration(features, y), thresholds)
 
     def local_arrays(self) -> Arrays:
         """Nothing stays on a report node but its data."""
