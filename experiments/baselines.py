@@ -13,7 +13,7 @@ per site on the site's own labels, a label's metric averaged over the sites that
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, Literal
@@ -29,7 +29,8 @@ from reportfed.core.paths import embeddings_cache_dir
 from reportfed.embed import DEFAULT_EMBEDDER, shared_embedder
 from reportfed.embed.granularity import embed_reports
 from reportfed.reports.engine import round_traffic
-from reportfed.reports.node import Node, with_templates
+from reportfed.reports.node import Node, Reading, embedded_templates, with_read, with_templates
+from reportfed.text.assertion import FINDINGS
 from reportfed.text.scoring import predict_state
 
 #: how the sweeps compute vectors, whatever this machine's default: the stored runs' way, so that
@@ -59,9 +60,9 @@ class Scenario:
     that made the embeddings (it embeds the template rows); ``views``: the same rows embedded
     otherwise (every row, by name; e.g. written in another hospital's style), on whose test rows
     the models are judged too (metrics ``<metric>@<view>``, :data:`VIEW_METRICS`); ``read``,
-    where given, what the product's text rules read in each row's report over ``labels`` (1:
-    affirmed, 0: negated or not mentioned, NaN: hedged), for methods that fill the labels a site
-    does not annotate with them."""
+    where given, what the product's text rules read in each row's report over ``labels``
+    (:func:`reportfed.text.states.read_labels`), which sites train for the labels they do not
+    annotate where the config's ``read`` says so."""
 
     x: np.ndarray
     y: np.ndarray
@@ -104,8 +105,7 @@ class Method:
 
     ``heads``: a node's head has its own labels or the union of all sites' labels.
     ``missing``: what a union label the site does not annotate is in its loss: masked out, a
-    negative, its true value (``observed``: the central baseline with every label known), or
-    what the text rules read in the site's own report (``read``: :attr:`Scenario.read`).
+    negative, or its true value (``observed``: the central baseline with every label known).
     ``pooled``: all sites' rows on one node (central). ``continuous``: one optimiser run of
     ``rounds x local_epochs`` epochs instead of rounds (methods without a server round).
     ``options``: :class:`FederationConfig` fields this method sets (e.g. ``{"distill": 1.0}``).
@@ -116,7 +116,7 @@ class Method:
     description: str
     mode: Mode
     heads: Literal["own", "union"] = "own"
-    missing: Literal["masked", "negative", "observed", "read"] = "masked"
+    missing: Literal["masked", "negative", "observed"] = "masked"
     pooled: bool = False
     continuous: bool = False
     options: Mapping[str, Any] = field(default_factory=dict)
@@ -222,21 +222,15 @@ def _targets(scenario: Scenario, site: SiteRows, rows: np.ndarray, method: Metho
             np.float32
         )
     view = scenario.site_view(site, rows)
-    if method.missing == "negative":
-        return np.nan_to_num(view, nan=0.0)
-    if method.missing == "read":
-        if scenario.read is None:
-            raise ValueError("this scenario has no text-rule labels (Scenario.read)")
-        read = scenario.read[np.ix_(rows, scenario.labels.indices(scenario.union()))]
-        return np.where(np.isnan(view), read, view).astype(np.float32)
-    return view
+    return np.nan_to_num(view, nan=0.0) if method.missing == "negative" else view
 
 
 def method_nodes(
     scenario: Scenario, method: Method, config: FederationConfig = PAPER
 ) -> list[Node]:
     """The nodes ``method`` trains on ``scenario`` (one pooled node for central methods), with
-    the template rows of their labels where ``config.templates`` says so."""
+    the template rows of their labels where ``config.templates`` says so, and the labels they
+    lack as the text rules read them (:attr:`Scenario.read`) where ``config.read`` does."""
     union = scenario.union()
     nodes = []
     for site in scenario.sites:
@@ -244,7 +238,8 @@ def method_nodes(
         y = _targets(scenario, site, site.fit, method)
         if method.heads == "own":
             y = y[:, union.indices(site.labels)]
-        nodes.append(Node(site.name, x, y, site.labels if method.heads == "own" else union))
+        labels = site.labels if method.heads == "own" else union
+        nodes.append(Node(site.name, x, y, labels))
     if method.pooled:
         nodes = [
             Node(
@@ -254,8 +249,6 @@ def method_nodes(
                 union,
             )
         ]
-    if not config.templates:
-        return nodes
     embed = partial(
         embed_reports,
         embedder=shared_embedder(scenario.embedder, **SWEEP_NUMERICS),
@@ -263,7 +256,32 @@ def method_nodes(
         cache_dir=embeddings_cache_dir(),
         progress=False,
     )
-    return [with_templates(n, embed) for n in nodes]
+    if config.templates:
+        nodes = [with_templates(n, embed) for n in nodes]
+    if not config.read:
+        return nodes
+    reading = [
+        _reading(scenario, site, n.labels, embed if config.templates else None)
+        for n, site in zip(nodes, scenario.sites, strict=True)
+    ]
+    return [with_read(replace(n, read=r), union) for n, r in zip(nodes, reading, strict=True)]
+
+
+def _reading(
+    scenario: Scenario,
+    site: SiteRows,
+    labels: LabelSpace,
+    embed: Callable[[Sequence[str]], np.ndarray] | None,
+) -> Reading:
+    """What the text rules read in ``site``'s training reports of the labels it lacks
+    (:attr:`Scenario.read`, read once for every IU report), with their template rows embedded
+    where ``embed`` is given: :func:`reportfed.reports.node.read_lacked`'s reading of a table."""
+    if scenario.read is None:
+        raise ValueError("this scenario has no text-rule labels (Scenario.read)")
+    lacked = LabelSpace(tuple(n for n in scenario.labels if n not in labels and n in FINDINGS))
+    cols = scenario.labels.indices(lacked)
+    columns = {n: scenario.read[site.fit, c] for n, c in zip(lacked, cols, strict=True)}
+    return Reading(columns, {} if embed is None else embedded_templates(lacked, embed))
 
 
 @dataclass(frozen=True)

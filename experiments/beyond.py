@@ -133,12 +133,10 @@ CONSORTIUM = {
         ),
         Method(
             "epochs=5+distill=1+balance+templates+prox=0.01+read",
-            "the defaults + FedProx 0.01, every site training every label: those it does not "
-            "annotate as the text rules read its own reports",
+            "the defaults + FedProx 0.01 + reading: every site also trains the labels it does "
+            "not annotate, as the text rules read its own reports (the product's read)",
             "surgical",
-            heads="union",
-            missing="read",
-            options={**DEFAULT_OPTIONS, "prox": 0.01},
+            options={**DEFAULT_OPTIONS, "prox": 0.01, "read": True},
         ),
     )
 }

@@ -36,7 +36,7 @@ from reportfed.data.iu import load_iu
 from reportfed.data.table import ReportTable
 from reportfed.embed import make_embedder
 from reportfed.embed.granularity import embed_reports
-from reportfed.text.assertion import report_assertions
+from reportfed.text.states import read_labels
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -100,14 +100,9 @@ def _iu_table(section: str) -> ReportTable:
 @cache
 def iu_read(section: str = "text") -> np.ndarray:
     """What the product's text rules read in each report of :func:`iu_data` (same rows, same
-    labels): 1 where the report affirms a finding, 0 where it negates it or does not mention it,
-    NaN where it hedges (not annotated: CheXpert's "U-Ignore"; on IU, hedged findings are mostly
-    not indexed, and counting them as positives halves Pneumonia's agreement with MeSH)."""
+    labels; :func:`reportfed.text.states.read_labels`)."""
     table = _iu_table(section)
-    labels = list(table.label_space)
-    value = {"affirmed": 1.0, "uncertain": np.nan}
-    read = [report_assertions(text, labels) for text in table.texts]
-    return np.array([[value.get(r[n] or "", 0.0) for n in labels] for r in read], np.float32)
+    return read_labels(table.texts, list(table.label_space))
 
 
 def _write(path: Path, rows: list[dict[str, object]]) -> None:

@@ -398,14 +398,18 @@ def settings_for(name: str, embedders: Sequence[str]) -> tuple[list[Setting], st
             f"sentence+{TEMPLATED}+momentum=0.9",
             "central-sentence",
         )
-        rule = compared[1:3]  # the combination and FedProx, over the rest of the K sweep
         read = (f"{DEFAULTS}+read",)  # the labels a site lacks, read by the text rules
+        rule = compared[1:3] + read  # the combination, FedProx and reading, over the K sweep
+        first = compared + read + (f"{DEFAULTS}+read-all-templates",)
         return (
             [
-                Setting(f"K={k}", k, _iid(n_nodes=k, sentences=True, read=True), compared + read)
+                Setting(f"K={k}", k, _iid(n_nodes=k, sentences=True, read=True), first)
                 for k in (10, 6)
             ]
-            + [Setting(f"K={k}", k, _iid(n_nodes=k, sentences=True), rule) for k in (8, 4, 2)],
+            + [
+                Setting(f"K={k}", k, _iid(n_nodes=k, sentences=True, read=True), rule)
+                for k in (8, 4, 2)
+            ],
             "",
         )
     if name == "styles":  # issue 47: hospitals that write differently

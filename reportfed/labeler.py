@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +30,7 @@ from reportfed.data.table import ReportTable
 from reportfed.embed import DEFAULT_EMBEDDER
 from reportfed.reader import ReportReader, _check_embeddings
 from reportfed.reports.engine import run_federation
-from reportfed.reports.node import Node, with_templates
+from reportfed.reports.node import Node, read_lacked, with_read, with_templates
 from reportfed.text.calibration import calibration_features, fit_calibration
 from reportfed.text.scoring import predict_state
 from reportfed.text.sentences import check_granularity
@@ -169,6 +169,10 @@ class ReportLabeler(ReportReader, BaseEstimator):
             raise ReportfedError("labels must be 1, 0 or NaN (not annotated)")
         site = np.asarray(nodes if nodes is not None else ["central"] * len(x))
         config = self.federation
+        if config.read and texts is None:
+            raise ConfigError(
+                "the config's read needs the reports' texts (fit, or fit_embeddings with texts)"
+            )
         if fingerprint is None:
             fingerprint = self._embedder().fingerprint
         elif config.templates and fingerprint != self._embedder().fingerprint:
@@ -178,6 +182,11 @@ class ReportLabeler(ReportReader, BaseEstimator):
             )
         warn_if_too_few(y, labels)
         splits = holdout(site, self.val_fraction, np.random.default_rng(config.seed))
+        # the labels some site annotates: what reading sites also train (as a Flower server
+        # merges the labels its nodes register)
+        annotated = LabelSpace(
+            tuple(n for j, n in enumerate(labels) if not np.isnan(y[:, j]).all())
+        )
         fed_nodes, val_rows, val_y = [], [], []
         for name, (val, fit) in splits.items():
             rows = np.concatenate([val, fit])
@@ -187,7 +196,13 @@ class ReportLabeler(ReportReader, BaseEstimator):
             own = LabelSpace(tuple(labels[c] for c in cols))
             warn_if_all_positive(name, y[np.ix_(rows, cols)], own)
             node = Node(name, x[fit], y[np.ix_(fit, cols)], own)
-            fed_nodes.append(with_templates(node, self.embed) if config.templates else node)
+            if config.templates:
+                node = with_templates(node, self.embed)
+            if texts is not None and config.read:  # as a Flower node reads in its first round
+                embed = self.embed if config.templates else None
+                reading = read_lacked([texts[i] for i in fit], own, embed)
+                node = with_read(replace(node, read=reading), annotated)
+            fed_nodes.append(node)
             masked = np.full((len(val), len(labels)), np.nan, dtype=np.float32)
             masked[:, cols] = y[np.ix_(val, cols)]
             val_rows.append(val)

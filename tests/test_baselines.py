@@ -119,21 +119,21 @@ def test_a_view_of_the_test_rows_is_judged_as_the_rows_themselves(data) -> None:
     assert got.metrics["auroc@noisy"] != pytest.approx(got.metrics["auroc"], abs=1e-3)
 
 
-def test_read_fills_only_the_labels_a_site_does_not_annotate(data) -> None:  # type: ignore[no-untyped-def]
+def test_read_trains_the_labels_a_site_lacks_as_read(data) -> None:  # type: ignore[no-untyped-def]
     from experiments.baselines import method_nodes
 
     x, y, space = data
     sc = scenario(x, y, space, Protocol(n_nodes=2, federation=FAST), 0)
     read = np.where(np.random.default_rng(0).random(y.shape) < 0.1, np.nan, 1 - y)
-    method = replace(METHODS["fl-partial-loss"], missing="read")
+    reading = replace(FAST, read=True)
     with pytest.raises(ValueError, match="no text-rule labels"):
-        method_nodes(sc, method)
-    filled = method_nodes(replace(sc, read=read.astype(np.float32)), method)
-    for node, site in zip(filled, sc.sites, strict=True):
-        own = sc.union().indices(site.labels)
-        lacks = [j for j in range(len(sc.union())) if j not in own]
-        cols = sc.labels.indices(sc.union())
-        # annotated labels keep the site's own values; the others are what was read, hedges NaN
-        np.testing.assert_array_equal(node.y[:, own], y[np.ix_(site.fit, cols)][:, own])
-        np.testing.assert_array_equal(node.y[:, lacks], read[np.ix_(site.fit, cols)][:, lacks])
-        assert node.labels == sc.union()
+        method_nodes(sc, METHODS["surgical"], reading)
+    nodes = method_nodes(replace(sc, read=read.astype(np.float32)), METHODS["surgical"], reading)
+    for node, site in zip(nodes, sc.sites, strict=True):
+        lacked = [name for name in sc.union() if name not in site.labels]
+        # its own labels first, as annotated; then the others as read (hedges NaN)
+        assert node.labels.names == site.labels.names + tuple(lacked) and lacked
+        own, other = sc.labels.indices(site.labels), sc.labels.indices(lacked)
+        np.testing.assert_array_equal(node.y[:, : len(own)], y[np.ix_(site.fit, own)])
+        np.testing.assert_array_equal(node.y[:, len(own) :], read[np.ix_(site.fit, other)])
+        assert not node.read.columns

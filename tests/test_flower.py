@@ -127,6 +127,23 @@ def test_knowledge_transfer_sends_every_row_and_matches_the_engine(
         assert len(reply_labels) == 3  # each node still claims only its own rows
 
 
+def test_reading_nodes_train_every_label_they_read_and_match_the_engine(
+    tables: dict[str, Path], embeddings_cache: Path
+) -> None:
+    """With ``read``, a node learns the federation's labels in its first round and trains those
+    it lacks as the text rules read its reports: the in-process engine's model, bit for bit
+    within float tolerance, and every node now sends every label's rows."""
+    config = replace(CONFIG, read=True)
+    grid = grid_with(tables, embeddings_cache)
+    strategy, states = run_strategy(grid, 2, config=config)
+    assert_same(states[-1], engine_state(tables, embeddings_cache, "abc", 2, read=True))
+    # reading changes the model: the same run without it differs
+    plain = engine_state(tables, embeddings_cache, "abc", 2)
+    assert not np.allclose(states[-1].task["weight"], plain.task["weight"], atol=1e-3)
+    for member in strategy.registry.members.values():  # every label of the union is read
+        assert sorted(member.labels) == sorted(UNION), member.name
+
+
 def test_options_beyond_the_paper_travel_to_the_nodes_and_match_the_engine(
     tables: dict[str, Path], embeddings_cache: Path
 ) -> None:

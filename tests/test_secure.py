@@ -111,6 +111,19 @@ def test_a_secure_round_equals_the_plain_round_within_secaggs_step(
     assert secure.state_.task["weight"].tolist() != plain.state_.task["weight"].tolist()  # rounded
 
 
+def test_a_secure_round_of_reading_nodes_equals_the_plain_round(
+    tables: dict[str, Path], embeddings_cache: Path, tmp_path: Path
+) -> None:
+    """Reading nodes send rows for labels they did not register: the server counts them among
+    each label's holders, so the mean of the masked sums is the plain round's."""
+    plain, _ = serve(tables, embeddings_cache, tmp_path / "plain", rounds=1, read=True)
+    secure, _ = serve(
+        tables, embeddings_cache, tmp_path / "secure", rounds=1, read=True,
+        **{"secure-aggregation": True},
+    )  # fmt: skip
+    assert_close(secure, plain, **ONE_ROUND)
+
+
 def test_secure_aggregation_with_a_clip_norm_and_server_momentum(
     tables: dict[str, Path], embeddings_cache: Path, tmp_path: Path
 ) -> None:

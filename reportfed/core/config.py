@@ -52,8 +52,11 @@ class FederationConfig(ServerOptions):
     label by that label's negatives/positives on the node (clipped to 100). ``skip`` gives the head a linear term on the input embedding, merged label by label
     with the head's rows. ``prox`` > 0 adds FedProx's proximal term towards the weights the node
     received. ``templates`` adds sentences stating and negating each of a node's labels to its
-    training rows (:mod:`reportfed.text.templates`). ``node_lr`` maps node names to their own
-    learning rates.
+    training rows (:mod:`reportfed.text.templates`). ``read`` has each node also train the
+    federation's labels it does not annotate but the text rules can read, labelled as they read
+    its own reports (:func:`reportfed.reports.node.with_read`); it sends those labels' rows as
+    its own, and its thresholds and calibration still come from its annotations alone.
+    ``node_lr`` maps node names to their own learning rates.
     """
 
     rounds: int = setting(20, "federated rounds")
@@ -73,6 +76,11 @@ class FederationConfig(ServerOptions):
     prox: float = setting(0.01, "FedProx proximal term weight (0 = off)")
     templates: bool = setting(
         True, "also train on sentences stating and negating each of a node's labels"
+    )
+    read: bool = setting(
+        False,
+        "also train the federation's labels a node does not annotate, as the text rules read its "
+        "reports (affirmed 1, negated or not mentioned 0, hedged not annotated)",
     )
 
     def __post_init__(self) -> None:
@@ -159,6 +167,7 @@ PAPER_SETTINGS: dict[str, object] = {
     "balance": False,
     "templates": False,
     "prox": 0.0,
+    "read": False,
 }
 PAPER = FederationConfig(**PAPER_SETTINGS)  # type: ignore[arg-type]
 

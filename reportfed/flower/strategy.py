@@ -62,6 +62,7 @@ from reportfed.flower.wire import (
     from_record,
     to_record,
 )
+from reportfed.text.assertion import has_lexicon
 from reportfed.text.calibration import COEFFICIENTS
 
 InitFn = Callable[[int, LabelSpace], tuple[Arrays, Arrays]]
@@ -123,6 +124,7 @@ class SurgicalAggregation(Strategy):
         self.secure = secure
         self.last_round = 0
         self.thresholds: dict[str, float] = {}
+        self._read = False  #: the run's read: nodes also train the labels they read
         self.calibration: dict[str, list[float]] = {}
         self.history = RunHistory()
         self._server: SurgicalServer | None = None
@@ -202,8 +204,10 @@ class SurgicalAggregation(Strategy):
         evaluate: bool = False,
     ) -> list[Message]:
         connected = set(grid.get_node_ids())
-        # knowledge transfer: a training node needs every row, not only its own labels'
-        every_row = kind == "train" and float(config.get("distill", 0.0)) > 0  # type: ignore[arg-type]
+        # knowledge transfer and reading: a training node needs every row, not only its own
+        # labels'
+        self._read = bool(config.get("read", False))
+        every_row = kind == "train" and (float(config.get("distill", 0.0)) > 0 or self._read)  # type: ignore[arg-type]
         messages = []
         for member in sorted(self.registry.members.values(), key=lambda m: m.index):
             if member.node_id not in connected:
@@ -306,7 +310,14 @@ class SurgicalAggregation(Strategy):
         names = list(flatten(previous.shared, previous.task))
         shared, task = unflatten(dict(zip(names, mean, strict=True)))
         k = float(len(members))
-        holders = np.array([sum(c in m.labels for m in members) for c in previous.labels], float)
+        # a reading node holds every label it can read as well as its own (reports.node.with_read)
+        holders = np.array(
+            [
+                sum(c in m.labels or (self._read and has_lexicon(c)) for m in members)
+                for c in previous.labels
+            ],
+            float,
+        )
         sums = Sums(
             previous.labels,
             {key: k * (previous.shared[key] + v) for key, v in shared.items()},

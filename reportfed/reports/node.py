@@ -24,27 +24,48 @@ from reportfed.core.metrics import f1_thresholds
 from reportfed.core.node import Description, Evaluation
 from reportfed.core.rounds import round_seed
 from reportfed.nn.arrays import load_arrays, to_arrays
-from reportfed.text.assertion import Mention
+from reportfed.text.assertion import FINDINGS, Mention
 from reportfed.text.calibration import calibration_features, fit_calibration
 from reportfed.text.model import ReportMLP, global_model, node_model, predict_proba
+from reportfed.text.states import read_labels
 from reportfed.text.templates import lacked_negatives, template_rows
 from reportfed.text.train import positive_weights, train_local
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What the text rules read in a site's reports of the labels it does not annotate: per
+    label, a column over its reports (:func:`reportfed.text.states.read_labels`) and, where the
+    site trains template sentences, that label's template rows already embedded (in
+    :func:`~reportfed.text.templates.template_rows`' order), so that :func:`with_read` needs no
+    embedder when a Flower node learns the federation's labels in its first round."""
+
+    columns: Mapping[str, np.ndarray] = field(default_factory=dict)
+    templates: Mapping[str, np.ndarray] = field(default_factory=dict)
 
 
 @dataclass
 class Node:
     """One site's training data: embeddings ``x`` ``(n, d)`` and labels ``y`` ``(n, len(labels))``
     (NaN = not annotated); the last ``templates`` rows are template sentences, not reports
-    (:mod:`reportfed.text.templates`)."""
+    (:mod:`reportfed.text.templates`); ``read``: what the text rules read of the labels it does
+    not annotate, which :func:`with_read` trains where ``FederationConfig.read`` says so."""
 
     name: str
     x: np.ndarray
     y: np.ndarray
     labels: LabelSpace
     templates: int = 0
+    read: Reading = field(default_factory=Reading)
 
     def __post_init__(self) -> None:
         check_label_matrix(self.y, len(self.x), self.labels, f"node {self.name!r}")
+        for name, column in self.read.columns.items():
+            if name in self.labels or column.shape != (self.reports,):
+                raise ReportfedError(
+                    f"node {self.name!r}: what was read of {name!r} must be a column over its "
+                    f"{self.reports} reports, of a label it does not annotate"
+                )
 
     @property
     def reports(self) -> int:
@@ -60,19 +81,77 @@ def _stack(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.concatenate([a, b.astype(a.dtype)])
 
 
-def with_templates(node: Node, embed: Callable[[Sequence[str]], np.ndarray]) -> Node:
-    """``node`` with the template rows of its labels (:mod:`reportfed.text.templates`) after its
-    reports; ``embed`` turns texts into embeddings as the node's were made (same embedder and
-    granularity)."""
-    texts, y = template_rows(node.labels)
-    if not texts:
+def _with_template_rows(node: Node, x: np.ndarray, y: np.ndarray) -> Node:
+    """``node`` with template rows ``x`` (embedded) and ``y`` (over its labels) after its rows."""
+    if not len(y):
         return node
     return replace(
         node,
-        x=_stack(node.x, embed(texts)),
+        x=_stack(node.x, x),
         y=np.concatenate([node.y, y]),
-        templates=node.templates + len(texts),
+        templates=node.templates + len(y),
     )
+
+
+def with_templates(node: Node, embed: Callable[[Sequence[str]], np.ndarray]) -> Node:
+    """``node`` with the template rows of its labels (:mod:`reportfed.text.templates`) after its
+    rows; ``embed`` turns texts into embeddings as the node's were made (same embedder and
+    granularity)."""
+    texts, y = template_rows(node.labels)
+    return _with_template_rows(node, embed(texts), y) if texts else node
+
+
+def read_lacked(
+    texts: Sequence[str],
+    labels: LabelSpace,
+    embed: Callable[[Sequence[str]], np.ndarray] | None = None,
+) -> Reading:
+    """What the text rules read in ``texts`` (a site's reports) of every finding they can name
+    that ``labels`` (the site's own) lack, with each one's template rows embedded by ``embed``
+    where given (see :func:`with_templates`)."""
+    lacked = LabelSpace(tuple(name for name in FINDINGS if name not in labels))
+    found = read_labels(texts, list(lacked))
+    columns = {name: found[:, c] for c, name in enumerate(lacked)}
+    return Reading(columns, {} if embed is None else embedded_templates(lacked, embed))
+
+
+def embedded_templates(
+    labels: LabelSpace, embed: Callable[[Sequence[str]], np.ndarray]
+) -> dict[str, np.ndarray]:
+    """Each label's template sentences embedded by ``embed`` (:attr:`Reading.templates`)."""
+    per_label = [template_rows(LabelSpace((name,)))[0] for name in labels]
+    x = embed([t for texts in per_label for t in texts])
+    ends = np.cumsum([len(texts) for texts in per_label])
+    return dict(zip(labels, np.split(x, ends[:-1]), strict=True))
+
+
+def with_read(node: Node, labels: LabelSpace) -> Node:
+    """``node`` also annotating the labels of ``labels`` (the federation's) that it lacks and has
+    read (:attr:`Node.read`): its reports as read, its template rows, which name one other
+    finding each, as negatives, and then the template rows of the labels read, where it has them
+    (the ``consortium`` experiment: without them, reading lowered F1 below not reading). The
+    labels it annotates itself stay first."""
+    read = [str(name) for name in labels if name in node.read.columns]
+    if not read:
+        return node
+    y = np.full((len(node.x), len(read)), 0.0, dtype=np.float32)
+    for c, name in enumerate(read):
+        y[: node.reports, c] = node.read.columns[name]
+    rest = Reading(
+        {k: v for k, v in node.read.columns.items() if k not in read},
+        {k: v for k, v in node.read.templates.items() if k not in read},
+    )
+    out = replace(
+        node,
+        y=np.concatenate([node.y, y], axis=1),
+        labels=LabelSpace(node.labels.names + tuple(read)),
+        read=rest,
+    )
+    stated = [name for name in read if name in node.read.templates]
+    if not stated:
+        return out
+    _, ty = template_rows(out.labels, LabelSpace(tuple(stated)))
+    return _with_template_rows(out, np.concatenate([node.read.templates[n] for n in stated]), ty)
 
 
 def initial_state(input_dim: int, labels: LabelSpace, config: FederationConfig) -> GlobalState:
@@ -108,6 +187,7 @@ class ReportAlgorithm:
     val_mentions: list[dict[str, Mention | None]] = field(default_factory=list)
     settings: SiteSettings = field(default_factory=SiteSettings)
     _model: ReportMLP | None = field(default=None, init=False, repr=False)
+    _read: tuple[LabelSpace, Node] | None = field(default=None, init=False, repr=False)
 
     @property
     def dim(self) -> int:
@@ -130,12 +210,16 @@ class ReportAlgorithm:
     ) -> tuple[NodeUpdate, dict[str, float]]:
         """Load the node's view of ``state``, train ``local_epochs``, return its own rows.
 
-        The view is the shared block and the node's rows, or every row with ``config.distill``:
+        With ``config.read`` its own rows include the labels of ``state`` it lacks and has read
+        (:func:`with_read`). The view is the shared block and the node's rows, or every row with
+        ``config.distill``:
         the global model's predictions then become soft targets for the labels the node lacks on
         its reports, and its template rows, which name one finding and mention no other, are
         negatives for those labels.
         """
         config, node = self.config, self.node
+        if config.read:
+            node = self._reading(state.labels)
         state = _with_own_labels(state, node.labels, self.dim, config)
         head = state.labels if config.distill > 0 else node.labels
         if self._model is None or self._model.task.out_features != len(head):
@@ -190,6 +274,13 @@ class ReportAlgorithm:
         features = calibration_features(p, self.val_mentions, labels)
         return Evaluation(labels, y, p, fit_calibration(features, y), thresholds)
 
+    def _reading(self, labels: LabelSpace) -> Node:
+        """The node also annotating the labels of ``labels`` it reads (:func:`with_read`),
+        prepared once for a federation's labels."""
+        if self._read is None or self._read[0] != labels:
+            self._read = (labels, with_read(self.node, labels))
+        return self._read[1]
+
     def local_arrays(self) -> Arrays:
         """Nothing stays on a report node but its data."""
         return {}
@@ -223,7 +314,9 @@ def load_report_node(
     annotated = ~np.isnan(table.labels).all(axis=0)
     if not annotated.any():
         raise ReportfedError(f"{data}: no label column has an annotated row")
-    table = table.select_labels(LabelSpace(tuple(np.array(table.label_space.names)[annotated])))
+    table = table.select_labels(
+        LabelSpace(tuple(n for n, kept in zip(table.label_space, annotated, strict=True) if kept))
+    )
     warn_if_all_positive(name, table.labels, table.label_space)
     embedder = make_embedder(settings.embedder or run.embedder, base_url=settings.base_url or None)
     embed = partial(
@@ -240,6 +333,10 @@ def load_report_node(
             f"{data}: no training rows left after holding out {settings.val_fraction:.0%}"
         )
     node = Node(name, x[fit], table.labels[fit], table.label_space)
+    if config.read:
+        texts = [table.texts[i] for i in fit]
+        reading = read_lacked(texts, table.label_space, embed if config.templates else None)
+        node = replace(node, read=reading)
     return ReportAlgorithm(
         with_templates(node, embed) if config.templates else node,
         config,

@@ -75,6 +75,22 @@ def report_mentions(texts: Sequence[str], labels: Sequence[str]) -> list[dict[st
     return [decisive_mentions(text, lexical) for text in texts]
 
 
+def read_labels(texts: Sequence[str], labels: Sequence[str]) -> np.ndarray:
+    """What the text alone says of each of ``labels`` (each with a lexicon) in each report, as
+    training labels for a site that does not annotate them: 1.0 where a mention affirms the
+    finding, 0.0 where one negates it or none names it, NaN (not annotated) where the report
+    hedges it, as the CheXpert labeler's U-Ignore policy trains: on IU, hedged findings are
+    mostly not indexed, and counting them positive halves Pneumonia's agreement with MeSH."""
+    value = {"affirmed": 1.0, "negated": 0.0, "uncertain": np.nan}
+    out = np.zeros((len(texts), len(labels)), dtype=np.float32)
+    for i, found in enumerate(report_mentions(texts, labels)):
+        for c, name in enumerate(labels):
+            mention = found[name]
+            if mention is not None:
+                out[i, c] = value[mention.assertion]
+    return out
+
+
 def chexpert_states(
     texts: Sequence[str],
     proba: np.ndarray,

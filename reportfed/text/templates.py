@@ -45,16 +45,16 @@ def names(label: str) -> tuple[str, ...]:
     return NAMES.get(label, (label.lower(),))
 
 
-def template_rows(labels: LabelSpace) -> tuple[list[str], np.ndarray]:
-    """The template sentences of every label of ``labels`` and their labels over ``labels``:
-    1 for the label a stating sentence names, 0 for every other entry but the ``UNSTATED``
-    labels of a negating sentence, which are not annotated (NaN): "No pneumothorax." does not
-    say whether anything else was found."""
+def template_rows(labels: LabelSpace, of: LabelSpace | None = None) -> tuple[list[str], np.ndarray]:
+    """The template sentences of every label of ``of`` (default: of ``labels``) and their labels
+    over ``labels``: 1 for the label a stating sentence names, 0 for every other entry but the
+    ``UNSTATED`` labels of a negating sentence, which are not annotated (NaN): "No pneumothorax."
+    does not say whether anything else was found."""
     unstated = [j for j, name in enumerate(labels) if name in UNSTATED]
     texts: list[str] = []
     rows: list[np.ndarray] = []
     for j, name in enumerate(labels):
-        if name in UNSTATED:
+        if name in UNSTATED or (of is not None and name not in of):
             continue
         for (patterns, value), finding in product(((STATING, 1.0), (NEGATING, 0.0)), names(name)):
             for pattern in patterns:
