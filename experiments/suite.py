@@ -400,10 +400,9 @@ def settings_for(name: str, embedders: Sequence[str]) -> tuple[list[Setting], st
         )
         read = (f"{DEFAULTS}+read",)  # the labels a site lacks, read by the text rules
         rule = compared[1:3] + read  # the combination, FedProx and reading, over the K sweep
-        first = compared + read + (f"{DEFAULTS}+read-all-templates",)
         return (
             [
-                Setting(f"K={k}", k, _iid(n_nodes=k, sentences=True, read=True), first)
+                Setting(f"K={k}", k, _iid(n_nodes=k, sentences=True, read=True), compared + read)
                 for k in (10, 6)
             ]
             + [
