@@ -390,6 +390,7 @@ def consortium() -> str:
         BASE: "5 epochs + distill + balance + templates",
         DEFAULTS: "+ FedProx 0.01 (**the defaults**)",
         f"{BASE}+momentum=0.9": "+ server momentum 0.9",
+        f"{DEFAULTS}+read": "+ reading (the labels a site lacks, read by the text rules)",
         "central-sentence": "central",
     }
     metrics = (
