@@ -9,6 +9,7 @@ central baseline (``rounds * local_epochs`` epochs in one optimiser run).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -100,6 +101,7 @@ def simulate(
     *,
     labeler: ReportLabeler | None = None,
     fingerprint: str | None = "precomputed",
+    texts: Sequence[str] | None = None,
     progress: bool = False,
 ) -> SimulationResult:
     """Run one repeat of ``protocol`` with ``seed`` on embeddings ``x`` and full labels ``y``.
@@ -108,7 +110,9 @@ def simulate(
     the protocol's federation config and seed (``SimulationResult.labeler``; ``labeler`` itself is
     left unfitted);
     ``fingerprint`` names the embedder of ``x`` (``None``: the labeler's own embedder); ``x`` is
-    ``(n, dim)`` (reports) or ``(n, S, dim)`` (sentence bags).
+    ``(n, dim)`` (reports) or ``(n, S, dim)`` (sentence bags); ``texts``, the reports ``x``
+    embeds, let the sites read the labels they lack (the config's ``read``) and calibrate with
+    the mentions.
     """
     rng = np.random.default_rng(seed)
     train, test, site, spaces = partition(y, labels, protocol, rng)
@@ -121,7 +125,14 @@ def simulate(
     ).set_params(config=config, val_fraction=protocol.val_fraction)
     view = node_view_labels(y[train], labels, site, spaces)
     nodes = np.array([f"node{k}" for k in site])
-    labeler.fit_embeddings(x[train], view, labels, nodes=list(nodes), fingerprint=fingerprint)
+    labeler.fit_embeddings(
+        x[train],
+        view,
+        labels,
+        nodes=list(nodes),
+        fingerprint=fingerprint,
+        texts=None if texts is None else [texts[i] for i in train],
+    )
     cols = labels.indices(labeler.state_.labels)
     p_test = labeler.predict_scores_embeddings(x[test])
     thresholds = _validation_thresholds(labeler, x[train], view[:, cols], nodes, seed)

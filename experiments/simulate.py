@@ -39,10 +39,18 @@ def cmd_simulate(args: argparse.Namespace) -> None:
     table = load_iu(args.archive).select_labels(list(labels)).fully_annotated()
     x = labeler.embed(table.texts)
     result = simulate(
-        x, table.labels, table.label_space, protocol, args.seed, labeler=labeler, fingerprint=None
+        x,
+        table.labels,
+        table.label_space,
+        protocol,
+        args.seed,
+        labeler=labeler,
+        fingerprint=None,
+        texts=table.texts,
     )
     for name, info in result.labeler.provenance_["nodes"].items():
-        say(f"{name}: {info['rows']} training reports, labels {info['labels']}")
+        read = f", reads {info['read']}" if info.get("read") else ""
+        say(f"{name}: {info['rows']} training reports, labels {info['labels']}{read}")
     say("test metrics: " + ", ".join(f"{k} {v:.4f}" for k, v in result.metrics.items()))
     summary = {
         "protocol": {

@@ -8,8 +8,9 @@ deterministically and with their labels kept, the way other hospitals write them
 * ``numbered``: IU's sections with the impression as a numbered list;
 * ``telegraphic``: IU's sections in telegraphic phrasing ("Lungs clear.", "No pneumothorax.").
 
-Each setting trains the product's defaults on K=5 sites that share no label and judges the model
-on the same test rows written in every style (:attr:`~experiments.baselines.Scenario.views`).
+Each setting trains the combination with FedProx (the product's defaults but reading) on K=5
+sites that share no label and judges the model on the same test rows written in every style
+(:attr:`~experiments.baselines.Scenario.views`).
 """
 
 from __future__ import annotations

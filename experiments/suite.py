@@ -42,6 +42,7 @@ from experiments.baselines import METHODS, Scenario
 from experiments.beyond import (
     CONSORTIUM,
     DEFAULTS,
+    FEDPROX,
     SENTENCE_VARIANTS,
     SWEEP,
     TEMPLATED,
@@ -398,7 +399,7 @@ def settings_for(name: str, embedders: Sequence[str]) -> tuple[list[Setting], st
             f"sentence+{TEMPLATED}+momentum=0.9",
             "central-sentence",
         )
-        read = (f"{DEFAULTS}+read",)  # the labels a site lacks, read by the text rules
+        read = (DEFAULTS,)  # FedProx and the labels a site lacks, read by the text rules
         rule = compared[1:3] + read  # the combination, FedProx and reading, over the K sweep
         return (
             [
@@ -414,7 +415,7 @@ def settings_for(name: str, embedders: Sequence[str]) -> tuple[list[Setting], st
     if name == "styles":  # issue 47: hospitals that write differently
         return (
             [
-                Setting(setting, i, styled(site_styles), (DEFAULTS,))
+                Setting(setting, i, styled(site_styles), (FEDPROX,))
                 for i, (setting, site_styles) in enumerate(STYLE_SETTINGS.items())
             ],
             "",
@@ -512,8 +513,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.name == "consortium":
         text += "".join("\n" + consortium_table(runs, s.name) for s in settings)
     if args.name == "styles":
-        text += "\n" + styles_table(runs, DEFAULTS)
-        styles_plot(runs, DEFAULTS, out / f"{tag}.png")
+        text += "\n" + styles_table(runs, FEDPROX)
+        styles_plot(runs, FEDPROX, out / f"{tag}.png")
         text += f"\nPlot: `{tag}.png` (each setting on the test rows in each style).\n"
     if args.name == "beyond":
         text += beyond_tables(runs, labels, rounds, summary, out, tag)

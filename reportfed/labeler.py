@@ -169,10 +169,6 @@ class ReportLabeler(ReportReader, BaseEstimator):
             raise ReportfedError("labels must be 1, 0 or NaN (not annotated)")
         site = np.asarray(nodes if nodes is not None else ["central"] * len(x))
         config = self.federation
-        if config.read and texts is None:
-            raise ConfigError(
-                "the config's read needs the reports' texts (fit, or fit_embeddings with texts)"
-            )
         if fingerprint is None:
             fingerprint = self._embedder().fingerprint
         elif config.templates and fingerprint != self._embedder().fingerprint:
@@ -187,21 +183,28 @@ class ReportLabeler(ReportReader, BaseEstimator):
         annotated = LabelSpace(
             tuple(n for j, n in enumerate(labels) if not np.isnan(y[:, j]).all())
         )
-        fed_nodes, val_rows, val_y = [], [], []
+        fed_nodes, val_rows, val_y, held = [], [], [], {}
         for name, (val, fit) in splits.items():
             rows = np.concatenate([val, fit])
             cols = np.flatnonzero(~np.isnan(y[rows]).all(axis=0))
             if not len(cols):
                 raise ReportfedError(f"node {name!r} has no annotated label")
             own = LabelSpace(tuple(labels[c] for c in cols))
+            held[name] = {"rows": len(fit), "labels": list(own)}
             warn_if_all_positive(name, y[np.ix_(rows, cols)], own)
             node = Node(name, x[fit], y[np.ix_(fit, cols)], own)
             if config.templates:
                 node = with_templates(node, self.embed)
-            if texts is not None and config.read:  # as a Flower node reads in its first round
+            if config.read and len(own) < len(annotated):  # as a Flower node in its first round
+                if texts is None:
+                    raise ConfigError(
+                        f"node {name!r} lacks labels other sites annotate, and the config's read "
+                        "needs the reports' texts to read them: pass texts=, or set read=False"
+                    )
                 embed = self.embed if config.templates else None
                 reading = read_lacked([texts[i] for i in fit], own, embed)
                 node = with_read(replace(node, read=reading), annotated)
+                held[name]["read"] = [n for n in node.labels if n not in own]
             fed_nodes.append(node)
             masked = np.full((len(val), len(labels)), np.nan, dtype=np.float32)
             masked[:, cols] = y[np.ix_(val, cols)]
@@ -222,7 +225,7 @@ class ReportLabeler(ReportReader, BaseEstimator):
             provenance={
                 "config": asdict(config),
                 "val_fraction": self.val_fraction,
-                "nodes": {n.name: {"rows": n.reports, "labels": list(n.labels)} for n in fed_nodes},
+                "nodes": held,
                 "final_loss": result.history[-1]["loss"] if result.history else {},
             },
         )

@@ -64,14 +64,16 @@ def test_a_hospital_key_pair_is_made_once_and_only_registered_over_tls(
     assert "label" in capsys.readouterr().err
 
 
-def test_differential_privacy_with_knowledge_transfer_is_refused_in_one_line(
+def test_differential_privacy_with_knowledge_transfer_or_reading_is_refused_in_one_line(
     tmp_path: Path, capsys
 ) -> None:  # type: ignore[no-untyped-def]
     run = ["federation", "run", "--superlink", "127.0.0.1:1", "--insecure", "--out", str(tmp_path)]
     assert main([*run, "--dp-noise", "0.5"]) == 2  # knowledge transfer is on by default
     err = capsys.readouterr().err
     assert err.startswith("reportfed: error: dp-noise needs distill = 0") and err.count("\n") == 1
-    assert "add --distill 0" in err
+    assert "add --distill 0 --no-read" in err
+    assert main([*run, "--dp-noise", "0.5", "--distill", "0"]) == 2  # reading is on by default
+    assert "add --distill 0 --no-read" in capsys.readouterr().err
 
 
 def test_federation_run_trains_reports_and_says_where_image_runs_start(capsys) -> None:  # type: ignore[no-untyped-def]

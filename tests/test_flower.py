@@ -291,8 +291,9 @@ def test_differential_privacy_clips_and_noises_through_flowers_wrapper(
                                      run_config=rc))  # fmt: skip
         return ReportLabeler.load(out / server_app.MODEL_FILE, progress=False)
 
-    plain = serve(tmp_path / "plain", distill=0.0)  # DP needs it off (refused otherwise)
-    private = serve(tmp_path / "dp", distill=0.0, **{"dp-noise": 0.5, "dp-clip": 0.1})
+    off = {"distill": 0.0, "read": False}  # DP needs both off (refused otherwise)
+    plain = serve(tmp_path / "plain", **off)
+    private = serve(tmp_path / "dp", **off, **{"dp-noise": 0.5, "dp-clip": 0.1})
     assert list(private.classes_) == list(plain.classes_)
     start = initial_state(384, plain.state_.labels, CONFIG)
     moved = np.linalg.norm(private.state_.shared["0.weight"] - start.shared["0.weight"])

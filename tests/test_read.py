@@ -79,3 +79,31 @@ def test_a_reading_node_sends_the_rows_of_the_labels_it_reads_and_judges_only_it
     ]
     with pytest.raises(ReportfedError, match="column over its 40 reports"):
         Node("b", x, y, own, read=Reading({"Edema": np.zeros(3, np.float32)}))
+
+
+def test_a_labeler_reads_at_fit_and_without_the_texts_refuses_only_where_a_site_lacks_a_label() -> (
+    None
+):
+    from reportfed.core.errors import ConfigError
+    from reportfed.labeler import ReportLabeler
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(8, 2, 384)).astype(np.float32)
+    y = np.full((8, 2), np.nan, dtype=np.float32)
+    y[:4, 0] = [1, 0, 0, 0]  # site a annotates Cardiomegaly, site b Pleural Effusion
+    y[4:, 1] = [1, 0, 0, 0]
+    sites = ["a"] * 4 + ["b"] * 4
+    labels = LabelSpace.of(["Cardiomegaly", "Pleural Effusion"])
+    config = FederationConfig(rounds=1, hidden=(8,), templates=False)
+    labeler = ReportLabeler(config=config, val_fraction=0.0, progress=False)
+    with pytest.raises(
+        ConfigError, match=r"node 'a' lacks labels .* pass texts=, or set read=False"
+    ):
+        labeler.fit_embeddings(x, y, labels, sites, fingerprint="precomputed")
+    labeler.fit_embeddings(x, y, labels, sites, fingerprint="precomputed", texts=REPORTS * 2)
+    nodes = labeler.provenance_["nodes"]
+    assert nodes["a"] == {"rows": 4, "labels": ["Cardiomegaly"], "read": ["Pleural Effusion"]}
+    assert nodes["b"] == {"rows": 4, "labels": ["Pleural Effusion"], "read": ["Cardiomegaly"]}
+    alone = ReportLabeler(config=config, val_fraction=0.0, progress=False)  # nothing to read
+    alone.fit_embeddings(x, np.nan_to_num(y), labels, sites, fingerprint="precomputed")
+    assert "read" not in alone.provenance_["nodes"]["a"]

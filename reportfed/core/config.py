@@ -42,20 +42,22 @@ class FederationConfig(ServerOptions):
     ``skip``; what a model file keeps), the nodes' local training, the server's rules
     (:class:`~reportfed.core.server.ServerOptions`) and the run (``rounds``, ``seed``).
 
-    The defaults are the product's, chosen by the ``beyond`` experiment (docs/experiments.md,
-    "The product's defaults"); :data:`PAPER` is the paper's code. Beyond the paper (the product
-    turns on ``distill``, ``balance``, ``templates`` and ``prox``): ``distill`` > 0 is knowledge
-    transfer for the labels a node does not annotate (the node receives the whole global model, and its
-    loss adds ``distill`` x the BCE between its outputs and the global model's predictions on
-    its reports at the start of the round; its template rows are negatives for those labels; it
-    still sends back only its own labels' rows). ``balance`` weighs each positive of a node's
-    label by that label's negatives/positives on the node (clipped to 100). ``skip`` gives the head a linear term on the input embedding, merged label by label
-    with the head's rows. ``prox`` > 0 adds FedProx's proximal term towards the weights the node
-    received. ``templates`` adds sentences stating and negating each of a node's labels to its
-    training rows (:mod:`reportfed.text.templates`). ``read`` has each node also train the
-    federation's labels it does not annotate but the text rules can read, labelled as they read
-    its own reports (:func:`reportfed.reports.node.with_read`); it sends those labels' rows as
-    its own, and its thresholds and calibration still come from its annotations alone.
+    The defaults are the product's, chosen by the ``beyond`` and ``consortium`` experiments
+    (docs/experiments.md, "The product's defaults"); :data:`PAPER` is the paper's code. Beyond
+    the paper (the product turns on ``distill``, ``balance``, ``templates``, ``prox`` and
+    ``read``): ``distill`` > 0 is knowledge transfer for the labels a node does not annotate
+    (the node receives the whole global model, and its loss adds ``distill`` x the BCE between
+    its outputs and the global model's predictions on its reports at the start of the round; its
+    template rows are negatives for those labels; it still sends back only its own labels'
+    rows). ``balance`` weighs each positive of a node's label by that label's
+    negatives/positives on the node (clipped to 100). ``skip`` gives the head a linear term on
+    the input embedding, merged label by label with the head's rows. ``prox`` > 0 adds FedProx's
+    proximal term towards the weights the node received. ``templates`` adds sentences stating
+    and negating each of a node's labels to its training rows (:mod:`reportfed.text.templates`).
+    ``read`` has each node also train the federation's labels it does not annotate but the text
+    rules can read, labelled as they read its own reports
+    (:func:`reportfed.reports.node.with_read`); it sends those labels' rows as its own, and its
+    thresholds and calibration still come from its annotations alone.
     ``node_lr`` maps node names to their own learning rates.
     """
 
@@ -78,7 +80,7 @@ class FederationConfig(ServerOptions):
         True, "also train on sentences stating and negating each of a node's labels"
     )
     read: bool = setting(
-        False,
+        True,
         "also train the federation's labels a node does not annotate, as the text rules read its "
         "reports (affirmed 1, negated or not mentioned 0, hedged not annotated)",
     )

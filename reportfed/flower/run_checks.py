@@ -13,11 +13,14 @@ def check_run(options: Any, settings: RunSettings) -> None:
     """Refuse settings no run can honour (``options``: the modality's hyperparameters)."""
     if settings.secure_aggregation:
         _check_secure(options, settings)
-    if settings.dp_noise > 0 and getattr(options, "distill", 0.0) > 0:
+    if settings.dp_noise > 0 and (
+        getattr(options, "distill", 0.0) > 0 or getattr(options, "read", False)
+    ):
         raise ConfigError(
-            "dp-noise needs distill = 0: Flower's clipping compares the rows a node receives "
-            "with the rows it sends, and with knowledge transfer (on by default) a node "
-            "receives every label's rows but sends only its own (add --distill 0)"
+            "dp-noise needs distill = 0 and read off: Flower's clipping compares the rows a node "
+            "receives with the rows it sends, and with knowledge transfer or reading (both on by "
+            "default) a node receives every label's rows but sends only those it annotates or "
+            "reads (add --distill 0 --no-read)"
         )
 
 
