@@ -48,7 +48,8 @@ def long_report() -> str:
     """Seconds per step of labelling one report, by its length."""
     found = _load("long_report")
     lines = [
-        f"Measured on {_machine(found)} (`python benchmarks/long_report.py`):",
+        f"Measured on {_machine(found)} (`python benchmarks/long_report.py`; seconds, the "
+        f"median of {found.get('repeats', 1)} runs):",
         "",
         "| sentences | characters | split (s) | mentions (s) | whole labelling (s) | labelling / half the sentences |",
         "| ---: | ---: | ---: | ---: | ---: | ---: |",
