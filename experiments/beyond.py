@@ -348,7 +348,8 @@ def defaults_table(summary: pd.DataFrame, rounds: pd.DataFrame) -> str:
 
 #: what the consortium's arms are paired with: ``TEMPLATED`` at sentence level
 BASE = f"sentence+{TEMPLATED}"
-#: the combination with FedProx's proximal term, which the styles experiment trains
+#: the combination with FedProx's proximal term (the defaults before reading), which the styles
+#: experiment trains
 FEDPROX = f"{BASE}+prox=0.01"
 #: the product's defaults at sentence level
 DEFAULTS = f"{FEDPROX}+read"

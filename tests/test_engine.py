@@ -78,8 +78,8 @@ def test_evaluation_hook_and_drop_of_a_poisoned_node() -> None:
 
 def test_protocol_central_and_federated_on_synthetic_data() -> None:
     x, y, space = synthetic(n=1500)
-    # synthetic vectors embed no text, so there is nothing to put template sentences beside
-    config = FederationConfig(rounds=8, hidden=(32, 16), lr=3e-3, templates=False)
+    # synthetic vectors embed no text: no template sentences to put beside them, nothing to read
+    config = FederationConfig(rounds=8, hidden=(32, 16), lr=3e-3, templates=False, read=False)
     central = simulate(x, y, space, Protocol(n_nodes=1, federation=config), seed=1)
     fed = simulate(x, y, space, Protocol(n_nodes=3, federation=config), seed=1)
     assert [len(s) for s in fed.node_labels] == [2, 2, 2]

@@ -91,11 +91,13 @@ def test_flower_strategy_equals_in_process_engine_and_sends_only_own_rows(
     tables: dict[str, Path], embeddings_cache: Path
 ) -> None:
     grid = grid_with(tables, embeddings_cache)
-    # the paper's method: without knowledge transfer (on by default) a node gets only its rows
-    paper = replace(CONFIG, distill=0.0)
+    # the paper's method: without knowledge transfer and reading (both on by default) a node
+    # gets only its rows
+    paper = replace(CONFIG, distill=0.0, read=False)
     strategy, states = run_strategy(grid, 3, config=paper, evaluate_every=1)
     assert list(states[-1].labels) == UNION  # "Effusion" merged into "Pleural Effusion"
-    assert_same(states[-1], engine_state(tables, embeddings_cache, "abc", 3, distill=0.0))
+    expected = engine_state(tables, embeddings_cache, "abc", 3, distill=0.0, read=False)
+    assert_same(states[-1], expected)
     train = [m for m in grid.sent if m.metadata.message_type == "train"]
     assert len(train) == 9
     # one exchange per round: each model is evaluated with the next round's train message,
@@ -117,10 +119,11 @@ def test_flower_strategy_equals_in_process_engine_and_sends_only_own_rows(
 def test_knowledge_transfer_sends_every_row_and_matches_the_engine(
     tables: dict[str, Path], embeddings_cache: Path
 ) -> None:
-    config = replace(CONFIG, distill=0.5)
+    config = replace(CONFIG, distill=0.5, read=False)
     grid = grid_with(tables, embeddings_cache)
     strategy, states = run_strategy(grid, 2, config=config)
-    assert_same(states[-1], engine_state(tables, embeddings_cache, "abc", 2, distill=0.5))
+    expected = engine_state(tables, embeddings_cache, "abc", 2, distill=0.5, read=False)
+    assert_same(states[-1], expected)
     for msg in (m for m in grid.sent if m.metadata.message_type == "train"):
         assert msg.content[ARRAYS]["task.weight"].numpy().shape[0] == len(UNION)
     for reply_labels in (strategy.registry.members[n].labels for n in strategy.registry.members):
@@ -138,7 +141,7 @@ def test_reading_nodes_train_every_label_they_read_and_match_the_engine(
     strategy, states = run_strategy(grid, 2, config=config)
     assert_same(states[-1], engine_state(tables, embeddings_cache, "abc", 2, read=True))
     # reading changes the model: the same run without it differs
-    plain = engine_state(tables, embeddings_cache, "abc", 2)
+    plain = engine_state(tables, embeddings_cache, "abc", 2, read=False)
     assert not np.allclose(states[-1].task["weight"], plain.task["weight"], atol=1e-3)
     for member in strategy.registry.members.values():  # every label of the union is read
         assert sorted(member.labels) == sorted(UNION), member.name
@@ -192,7 +195,8 @@ def test_dead_node_keeps_its_labels_and_min_nodes_holds_the_model(
         if round_ == 1:
             grid.dead.add(102)
 
-    strategy, states = run_strategy(grid, 3, between=kill_c)
+    surgical = replace(CONFIG, read=False)  # reading, on by default, would have a and b hold them
+    strategy, states = run_strategy(grid, 3, between=kill_c, config=surgical)
     only_c = states[0].labels.indices(["Pneumothorax", "Support Devices"])
     for key in states[0].task:
         np.testing.assert_array_equal(states[2].task[key][only_c], states[0].task[key][only_c])
@@ -201,7 +205,7 @@ def test_dead_node_keeps_its_labels_and_min_nodes_holds_the_model(
     assert strategy.history.entries[1]["failed"] == {"c": "no reply within the round timeout"}
 
     grid = grid_with(tables, embeddings_cache)
-    strategy, states = run_strategy(grid, 2, min_nodes=3, between=kill_c)
+    strategy, states = run_strategy(grid, 2, min_nodes=3, between=kill_c, config=surgical)
     assert strategy.history.entries[1]["aggregated"] is False
     assert_same(states[1], states[0])
 
@@ -241,7 +245,8 @@ def test_a_node_joins_later_and_a_node_brings_a_new_label(
             grid.add_node(102, {"name": "c", "data": str(tables["c"]),
                                 "cache-dir": str(embeddings_cache)})  # fmt: skip
 
-    strategy, states = run_strategy(grid, 4, between=between)
+    # a node's labels are what it annotates (reading, on by default, adds those it reads)
+    strategy, states = run_strategy(grid, 4, between=between, config=replace(CONFIG, read=False))
     assert "Fracture" not in states[0].labels and "Fracture" in states[1].labels
     assert "Pneumothorax" not in states[1].labels and "Pneumothorax" in states[2].labels
     assert strategy.history.entries[3]["accepted"] == ["a", "b", "c"]
