@@ -29,7 +29,7 @@ from reportfed.core.paths import embeddings_cache_dir
 from reportfed.embed import DEFAULT_EMBEDDER, shared_embedder
 from reportfed.embed.granularity import embed_reports
 from reportfed.reports.engine import round_traffic
-from reportfed.reports.node import Node, Reading, embedded_templates, with_read, with_templates
+from reportfed.reports.node import Node, Reading, reading_of, with_read, with_templates
 from reportfed.text.assertion import FINDINGS
 from reportfed.text.scoring import predict_state
 
@@ -275,13 +275,14 @@ def _reading(
 ) -> Reading:
     """What the text rules read in ``site``'s training reports of the labels it lacks
     (:attr:`Scenario.read`, read once for every IU report), with their template rows embedded
-    where ``embed`` is given: :func:`reportfed.reports.node.read_lacked`'s reading of a table."""
+    where ``embed`` is given (:func:`reportfed.reports.node.reading_of`), as
+    :func:`reportfed.reports.node.read_lacked` reads a table."""
     if scenario.read is None:
         raise ValueError("this scenario has no text-rule labels (Scenario.read)")
     lacked = LabelSpace(tuple(n for n in scenario.labels if n not in labels and n in FINDINGS))
-    cols = scenario.labels.indices(lacked)
-    columns = {n: scenario.read[site.fit, c] for n, c in zip(lacked, cols, strict=True)}
-    return Reading(columns, {} if embed is None else embedded_templates(lacked, embed))
+    return reading_of(
+        lacked, scenario.read[np.ix_(site.fit, scenario.labels.indices(lacked))], embed
+    )
 
 
 @dataclass(frozen=True)

@@ -110,19 +110,24 @@ def read_lacked(
     that ``labels`` (the site's own) lack, with each one's template rows embedded by ``embed``
     where given (see :func:`with_templates`)."""
     lacked = LabelSpace(tuple(name for name in FINDINGS if name not in labels))
-    found = read_labels(texts, list(lacked))
-    columns = {name: found[:, c] for c, name in enumerate(lacked)}
-    return Reading(columns, {} if embed is None else embedded_templates(lacked, embed))
+    return reading_of(lacked, read_labels(texts, list(lacked)), embed)
 
 
-def embedded_templates(
-    labels: LabelSpace, embed: Callable[[Sequence[str]], np.ndarray]
-) -> dict[str, np.ndarray]:
-    """Each label's template sentences embedded by ``embed`` (:attr:`Reading.templates`)."""
+def reading_of(
+    labels: LabelSpace,
+    found: np.ndarray,
+    embed: Callable[[Sequence[str]], np.ndarray] | None = None,
+) -> Reading:
+    """The :class:`Reading` of ``labels`` whose columns ``found`` holds (one per label, over a
+    site's reports, as :func:`reportfed.text.states.read_labels` gives them), with each label's
+    template sentences embedded by ``embed`` where given."""
+    columns = {name: found[:, c] for c, name in enumerate(labels)}
+    if embed is None:
+        return Reading(columns)
     per_label = [template_rows(LabelSpace((name,)))[0] for name in labels]
     x = embed([t for texts in per_label for t in texts])
     ends = np.cumsum([len(texts) for texts in per_label])
-    return dict(zip(labels, np.split(x, ends[:-1]), strict=True))
+    return Reading(columns, dict(zip(labels, np.split(x, ends[:-1]), strict=True)))
 
 
 def with_read(node: Node, labels: LabelSpace) -> Node:
