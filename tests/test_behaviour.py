@@ -38,6 +38,9 @@ FLOORS = {
     "devices removed": 1.0,
     "structured fields": 1.0,
     "addenda": 1.0,
+    "vascular prominence": 1.0,
+    "mediastinal prominence": 1.0,
+    "partial resolution": 1.0,
 }
 
 

@@ -42,7 +42,7 @@ _PL = r"(?:s|es)?"
 FINDINGS: dict[str, tuple[str, ...]] = {
     "Enlarged Cardiomediastinum": (
         r"widen(?:ed|ing) (?:of the )?(?:superior )?mediastin(?:um|al)(?: silhouette| contours?)?",
-        r"mediastinal (?:widening|enlargement)",
+        r"mediastinal (?:widening|enlargement|prominence)",
         r"enlarged (?:cardio)?mediastin(?:um|al (?:silhouette|contours?))",
         r"(?:cardio)?mediastinal silhouette (?:is |appears )?(?:enlarged|widened|prominent)",
         r"mediastinum (?:is |appears )?(?:widened|enlarged|prominent)",
@@ -87,6 +87,11 @@ FINDINGS: dict[str, tuple[str, ...]] = {
         r"kerley b?[- ]?lines",
         r"vascular (?:engorgement|prominence|indistinctness|redistribution)",
         r"indistinct(?:ness of the)? (?:pulmonary )?vascula(?:r|ture)",
+        r"prominen(?:t|ce of the) (?:central )?(?:pulmonary )?vascula(?:ture|rity)",
+        r"vascula(?:ture|rity) (?:is |are |appears? )(?:mildly |slightly |moderately |markedly )?"
+        r"(?:prominent|engorged)",
+        r"increased (?:pulmonary |lung )?vascularity",
+        r"engorged (?:pulmonary )?(?:vessels|vasculature|veins)",
     ),
     "Consolidation": (r"consolidat(?:ion|ions|ive|ed)",),
     "Pneumonia": (
@@ -101,7 +106,13 @@ FINDINGS: dict[str, tuple[str, ...]] = {
         r"collapse of the (?:\w+ )?(?:lobe|lung)",
         r"volume loss",
     ),
-    "Pneumothorax": (r"pneumothora(?:x|ces)", r"\bptx\b", r"hydropneumothorax"),
+    "Pneumothorax": (
+        r"pneumothora(?:x|ces)",
+        r"\bptx\b",
+        r"hydropneumothorax",
+        r"pleural air(?: collections?)?",
+        r"air in the (?:\w+ )?pleural space",
+    ),
     "Pleural Effusion": (
         r"(?<!pericardial )effusion{_PL}".replace("{_PL}", _PL),
         r"pleural fluid",
@@ -179,19 +190,29 @@ _NORMAL = (
     r"normal|within normal limits|unremarkable|not enlarged|not widened|clear|sharp|"
     r"preserved|stable in size|normal in size|upper limits? of normal|top(?:-| )normal"
 )
-_ABNORMAL = r"enlarged|enlargement|widened|widening|increased|large|prominent|blunt(?:ed|ing)"
+_ABNORMAL = (
+    r"enlarged|enlargement|widened|widening|increased|large|prominen(?:t|ce)|blunt(?:ed|ing)"
+)
 _BORDERLINE = r"borderline|upper limits? of normal|top(?:-| )normal|at the upper limit"
 
 # -- cues ------------------------------------------------------------------------------------------
+#: a resolution only in part leaves the finding there ("nearly resolved pneumothorax", "partial
+#: resolution of the effusion"): not a negation
+_PARTLY = (
+    r"(?<!almost )(?<!nearly )(?<!partially )(?<!incompletely )(?<!not )(?<!not completely )"
+    r"(?<!not fully )(?<!almost completely )(?<!nearly completely )(?<!partial )(?<!incomplete )"
+    r"(?<!near complete )(?<!near-complete )(?<!near total )(?<!near-total )"
+)
 _NEGATION_BEFORE = (
-    r"\bno\b|\bnot\b|\bwithout\b|free of|negative for|absence of|\babsent\b|resolution of|"
-    r"resolved|ruled out|rules out|clear of|no longer|removal of|interval removal of|\bnever\b|"
-    r"\bnor\b|neither|unlikely"
+    r"\bno\b|\bnot\b|\bwithout\b|free of|negative for|absence of|\babsent\b|"
+    rf"{_PARTLY}resolution of|{_PARTLY}resolved|ruled out|rules out|clear of|no longer|"
+    r"removal of|interval removal of|\bnever\b|\bnor\b|neither|unlikely"
 )
 _NEGATION_AFTER = (
     r"(?:is|are|was|were|has|have)?\s*(?:not|no longer) (?:\w+ )?(?:seen|identified|present|visuali[sz]ed|"
     r"demonstrated|evident|appreciated|detected|noted|visible|apparent|confirmed)|"
-    r"(?:has|have) (?:\w+ )?resolved|\bresolved\b|(?:is|are) absent|(?:has|have been|was|were) removed|"
+    rf"(?:has|have) (?:(?!almost|nearly|partially|not)\w+ )?resolved|\b{_PARTLY}resolved\b|"
+    r"(?:is|are) absent|(?:has|have been|was|were) removed|"
     r"(?<!may )(?<!might )(?<!could )(?:is|was|are|were|represents?|represented|reflects?) "
     r"(?:\w+ ){0,2}?(?:an? )?(?:artifact(?:ual)?|"
     r"(?:overlying )?nipple shadows?|skin folds?)|"

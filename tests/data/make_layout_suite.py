@@ -41,6 +41,7 @@ STATEMENTS: list[tuple[str, str, dict[str, int]]] = [
     ("heart", "The mediastinum is widened.", {"Enlarged Cardiomediastinum": 1}),
     ("heart", "No mediastinal widening.", {"Enlarged Cardiomediastinum": 0}),
     ("heart", "Mediastinal contours are normal.", {"Enlarged Cardiomediastinum": 0}),
+    ("heart", "Prominence of the superior mediastinum.", {"Enlarged Cardiomediastinum": 1}),
     # lungs
     ("lungs", "There is a patchy opacity in the right lower lobe.", {"Lung Opacity": 1}),
     ("lungs", "Bibasilar airspace disease has progressed.", {"Lung Opacity": 1}),
@@ -83,6 +84,8 @@ STATEMENTS: list[tuple[str, str, dict[str, int]]] = [
         {"Enlarged Cardiomediastinum": 1, "Edema": -1},
     ),
     ("lungs", "Pulmonary vascular congestion.", {"Edema": 1}),
+    ("lungs", "Prominence of the central pulmonary vasculature.", {"Edema": 1}),
+    ("lungs", "The pulmonary vascularity is prominent.", {"Edema": 1}),
     (
         "lungs",
         "Increased interstitial markings may be due to fluid overload.",
@@ -124,6 +127,9 @@ STATEMENTS: list[tuple[str, str, dict[str, int]]] = [
     ("pleura", "Bilateral pneumothoraces.", {"Pneumothorax": 1}),
     ("pleura", "Small left PTX.", {"Pneumothorax": 1}),
     ("pleura", "Pneumothorax has resolved.", {"Pneumothorax": 0}),
+    ("pleura", "Small left apical pleural air collection.", {"Pneumothorax": 1}),
+    ("pleura", "The right pneumothorax has nearly resolved.", {"Pneumothorax": 1}),
+    ("pleura", "Partial resolution of the left pleural effusion.", {"Pleural Effusion": 1}),
     ("pleura", "Biapical pleural-parenchymal scarring.", {"Pleural Other": 1}),
     (
         "pleura",
