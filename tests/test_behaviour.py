@@ -41,6 +41,7 @@ FLOORS = {
     "vascular prominence": 1.0,
     "mediastinal prominence": 1.0,
     "partial resolution": 1.0,
+    "densities": 1.0,
 }
 
 

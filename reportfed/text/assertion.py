@@ -72,7 +72,10 @@ FINDINGS: dict[str, tuple[str, ...]] = {
         r"opaci(?:ty|ties|fication|fied)",
         r"air ?space (?:disease|process|opacit(?:y|ies))",
         r"infiltrat(?:e|es|ion|ive)",
-        r"(?:lung|pulmonary|parenchymal|patchy|hazy|ill-defined) densit(?:y|ies)",
+        r"(?:lung|pulmonary|parenchymal|patchy|hazy|ill-defined|air ?space|interstitial|basilar|"
+        r"bibasilar|perihilar|lobe|base) densit(?:y|ies)",
+        r"densit(?:y|ies) (?:in|within|at|of) the (?:\w+ ){0,6}?(?:lobes?|lungs?|bases?|lingula|"
+        r"midlung|mid lung|apex|apices)\b",
         r"ground[- ]glass",
         r"interstitial (?:markings|prominence|opacities|thickening|changes|disease)",
         r"reticul(?:ar|onodular) (?:opacities|markings|pattern|changes)",
@@ -209,7 +212,8 @@ _NEGATION_BEFORE = (
     r"removal of|interval removal of|\bnever\b|\bnor\b|neither|unlikely"
 )
 _NEGATION_AFTER = (
-    r"(?:is|are|was|were|has|have)?\s*(?:not|no longer) (?:\w+ )?(?:seen|identified|present|visuali[sz]ed|"
+    r"(?:is|are|was|were|has|have)?\s*(?:not|no longer) (?:\w+ )?(?:well[- ])?(?:seen|identified|"
+    r"present|visuali[sz]ed|"
     r"demonstrated|evident|appreciated|detected|noted|visible|apparent|confirmed)|"
     rf"(?:has|have) (?:(?!almost|nearly|partially|not)\w+ )?resolved|\b{_PARTLY}resolved\b|"
     r"(?:is|are) absent|(?:has|have been|was|were) removed|"

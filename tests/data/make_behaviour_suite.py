@@ -304,6 +304,25 @@ PHRASINGS: dict[str, list[tuple[str, dict[str, str]]]] = {
         ("The mediastinum is not widened.", {"Enlarged Cardiomediastinum": "0"}),
         ("No mediastinal prominence.", {"Enlarged Cardiomediastinum": "0"}),
     ],
+    "densities": [
+        ("Subtle airspace density at the right base.", {"Lung Opacity": "1"}),
+        (
+            "Increasing density in the superior segment of the left lower lobe.",
+            {"Lung Opacity": "1"},
+        ),
+        ("Scattered interstitial densities.", {"Lung Opacity": "1"}),
+        ("Left base density.", {"Lung Opacity": "1"}),
+        (
+            "Density in the left lung base may represent atelectasis.",
+            {"Lung Opacity": "1", "Atelectasis": "-1"},
+        ),
+        ("No focal density in the lungs.", {"Lung Opacity": "0"}),
+        ("Soft tissue density overlies the left chest wall.", {"Lung Opacity": ""}),
+        (
+            "The nodular density in the right upper lobe is not well seen on today's study.",
+            {"Lung Lesion": "0"},
+        ),
+    ],
     "partial resolution": [
         ("The right pneumothorax has nearly resolved.", {"Pneumothorax": "1"}),
         ("Almost completely resolved left apical pneumothorax.", {"Pneumothorax": "1"}),

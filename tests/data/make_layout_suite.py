@@ -91,6 +91,7 @@ STATEMENTS: list[tuple[str, str, dict[str, int]]] = [
         "Increased interstitial markings may be due to fluid overload.",
         {"Lung Opacity": 1, "Edema": -1},
     ),
+    ("lungs", "Subtle airspace density at the right base.", {"Lung Opacity": 1}),
     ("lungs", "A 1.5 cm nodule in the right upper lobe.", {"Lung Lesion": 1}),
     ("lungs", "Left hilar mass.", {"Lung Lesion": 1}),
     ("lungs", "No suspicious pulmonary nodules.", {"Lung Lesion": 0}),
