@@ -589,12 +589,12 @@ def rare_labels() -> str:
 
 def styles() -> str:
     """The styles experiment's table: each setting on the test rows written in each style."""
-    from experiments.beyond import FEDPROX
+    from experiments.beyond import DEFAULTS
     from experiments.styles import styles_table
 
     return (
         "From `experiments/results/styles.csv` (`python -m experiments styles`). "
-        + styles_table(_experiment("styles.csv"), FEDPROX).rstrip()
+        + styles_table(_experiment("styles.csv"), DEFAULTS).rstrip()
     )
 
 

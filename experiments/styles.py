@@ -8,9 +8,10 @@ deterministically and with their labels kept, the way other hospitals write them
 * ``numbered``: IU's sections with the impression as a numbered list;
 * ``telegraphic``: IU's sections in telegraphic phrasing ("Lungs clear.", "No pneumothorax.").
 
-Each setting trains the combination with FedProx (the product's defaults but reading) on K=5
-sites that share no label and judges the model on the same test rows written in every style
-(:attr:`~experiments.baselines.Scenario.views`).
+Each setting trains the product's defaults on K=5 sites that share no label, each site reading
+the labels it lacks in its own style's reports, and the same without reading (the combination
+with FedProx, the defaults before reading); it judges each model on the same test rows written in
+every style (:attr:`~experiments.baselines.Scenario.views`).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from reportfed.data.iu import load_iu_frame
 from reportfed.embed import make_embedder
 from reportfed.embed.granularity import embed_reports
 from reportfed.text.sentences import split_sentences
+from reportfed.text.states import read_labels
 
 STYLES = ("iu", "mimic", "capitals", "numbered", "telegraphic")
 SITES = 5  #: one site per style in the mixed setting
@@ -122,19 +124,29 @@ def styled_bags(embedder: str = "minilm") -> dict[str, np.ndarray]:
     return {s: np.pad(b, ((0, 0), (0, longest - b.shape[1]), (0, 0))) for s, b in bags.items()}
 
 
+@cache
+def styled_read() -> dict[str, np.ndarray]:
+    """What the product's text rules read in each style's reports (the rows and labels of
+    :func:`~experiments.runner.iu_read`)."""
+    texts, labels = styled_texts(), list(iu_data()[2])
+    return {s: read_labels(list(texts[s]), labels) for s in STYLES}
+
+
 def styled(site_styles: tuple[str, ...]) -> Callable[[int], Scenario]:
     """Scenarios of :data:`SITES` IID sites sharing no label, site ``k`` writing in
-    ``site_styles[k % len(site_styles)]``, judged on the test rows in every style."""
+    ``site_styles[k % len(site_styles)]`` and reading its reports in that style, judged on the
+    test rows in every style."""
 
     def build(seed: int) -> Scenario:
-        bags = styled_bags()
+        bags, reads = styled_bags(), styled_read()
         _, y, labels, _, _ = iu_data()
         base = scenario(bags["iu"], y, labels, Protocol(n_nodes=SITES), seed)
-        sites = [
-            replace(site, x=bags[site_styles[k % len(site_styles)]])
-            for k, site in enumerate(base.sites)
-        ]
-        return replace(base, sites=sites, views=bags)
+        style = [site_styles[k % len(site_styles)] for k in range(len(base.sites))]
+        read = reads["iu"].copy()
+        for site, own in zip(base.sites, style, strict=True):
+            read[site.fit] = reads[own][site.fit]
+        sites = [replace(site, x=bags[own]) for site, own in zip(base.sites, style, strict=True)]
+        return replace(base, sites=sites, views=bags, read=read)
 
     return build
 

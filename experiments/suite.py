@@ -415,7 +415,7 @@ def settings_for(name: str, embedders: Sequence[str]) -> tuple[list[Setting], st
     if name == "styles":  # issue 47: hospitals that write differently
         return (
             [
-                Setting(setting, i, styled(site_styles), (FEDPROX,))
+                Setting(setting, i, styled(site_styles), (FEDPROX, DEFAULTS))
                 for i, (setting, site_styles) in enumerate(STYLE_SETTINGS.items())
             ],
             "",
@@ -513,8 +513,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.name == "consortium":
         text += "".join("\n" + consortium_table(runs, s.name) for s in settings)
     if args.name == "styles":
-        text += "\n" + styles_table(runs, FEDPROX)
-        styles_plot(runs, FEDPROX, out / f"{tag}.png")
+        text += "\n" + styles_table(runs, DEFAULTS)
+        styles_plot(runs, DEFAULTS, out / f"{tag}.png")
         text += f"\nPlot: `{tag}.png` (each setting on the test rows in each style).\n"
     if args.name == "beyond":
         text += beyond_tables(runs, labels, rounds, summary, out, tag)
