@@ -215,7 +215,7 @@ _NEGATION_AFTER = (
     r"(?:is|are|was|were|has|have)?\s*(?:not|no longer) (?:\w+ )?(?:well[- ])?(?:seen|identified|"
     r"present|visuali[sz]ed|"
     r"demonstrated|evident|appreciated|detected|noted|visible|apparent|confirmed)|"
-    rf"(?:has|have) (?:(?!almost|nearly|partially|not)\w+ )?resolved|\b{_PARTLY}resolved\b|"
+    rf"(?:has|have) (?:\w+ )?{_PARTLY}resolved|\b{_PARTLY}resolved\b|"
     r"(?:is|are) absent|(?:has|have been|was|were) removed|"
     r"(?<!may )(?<!might )(?<!could )(?:is|was|are|were|represents?|represented|reflects?) "
     r"(?:\w+ ){0,2}?(?:an? )?(?:artifact(?:ual)?|"
