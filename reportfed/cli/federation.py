@@ -20,14 +20,18 @@ import json
 import os
 import signal
 import subprocess
+import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reportfed.cli.options import say
 from reportfed.core import schema
 from reportfed.core.config import FLOWER_DEFAULTS, FederationConfig, NodeSettings, RunSettings
 from reportfed.core.errors import ReportfedError, RunFailedError
+
+if TYPE_CHECKING:
+    from reportfed.flower.launch import Certificates
 
 
 def _tls(args: argparse.Namespace, option: str, *, check: bool = True) -> Path | None:
@@ -91,6 +95,9 @@ def cmd_register(args: argparse.Namespace) -> None:
     if not public.is_file():
         raise ReportfedError(f"no such public key file: {public}")
     name = args.name or public.stem
+    from reportfed.flower.launch import check_name
+
+    check_name(name)
     ca = _tls(args, "root-certificates")
     if ca is None:
         raise ReportfedError("an --insecure server admits every node: there is nothing to register")
@@ -102,28 +109,111 @@ def cmd_register(args: argparse.Namespace) -> None:
 
 
 def start_superlink(args: argparse.Namespace) -> None:
-    from reportfed.flower.launch import (
-        Certificates,
-        check_port_free,
-        superlink_command,
-    )
+    """The SuperLink, with every API on the server's loopback. Nodes on other hosts reach it
+    through the gateway (:mod:`reportfed.flower.gateway`), which passes their API alone; with a
+    loopback ``--host`` there is no gateway and the one port serves everyone on this machine."""
+    from reportfed.flower.gateway import OPERATOR_HOST, find_nginx, is_loopback
+    from reportfed.flower.launch import Certificates, check_port_free, superlink_command
 
+    public = not is_loopback(args.host)
+    nginx = find_nginx() if public else None
+    operator_port = args.operator_port if public else args.port
+    if public and operator_port == args.port:
+        raise ReportfedError(
+            f"--operator-port {operator_port} is --port: the operator's port must differ"
+        )
     check_port_free(args.host, args.port, "is a server already running? choose another --port")
+    if public:
+        check_port_free(
+            OPERATOR_HOST,
+            operator_port,
+            "is a server already running? choose another --operator-port",
+        )
     directory = _tls(args, "certificates", check=False)  # a directory: Certificates checks it
     try:
         certs = Certificates.in_dir(directory) if directory else None
     except FileNotFoundError as exc:
         raise ReportfedError(str(exc)) from None
-    _exec(
-        superlink_command(
-            host=args.host,
-            port=args.port,
-            certificates=certs,
-            insecure=args.insecure,
-            database=Path(args.database) if args.database else None,
-        ),
-        _flower_env(),
+    if certs is not None:
+        from reportfed.flower.launch import expiry_warning
+
+        for cert in (certs.cert, certs.ca):
+            warning = expiry_warning(cert)
+            if warning:
+                say(f"reportfed: warning: {warning}")
+    superlink = superlink_command(
+        host=OPERATOR_HOST if public else args.host,
+        port=operator_port,
+        certificates=certs,
+        insecure=args.insecure,
+        database=Path(args.database) if args.database else None,
     )
+    if nginx is None:
+        _exec(superlink, _flower_env())
+    else:
+        _serve_behind_gateway(args, nginx, superlink, certs, operator_port)
+
+
+def _serve_behind_gateway(
+    args: argparse.Namespace,
+    nginx: str,
+    superlink: list[str],
+    certs: Certificates | None,
+    operator_port: int,
+) -> None:
+    """The SuperLink on the loopback and nginx on ``--host:--port`` until either ends."""
+    from reportfed.core.paths import cache_dir
+    from reportfed.flower.gateway import (
+        OPERATOR_HOST,
+        check_gateway,
+        gateway_command,
+        gateway_config,
+    )
+    from reportfed.flower.launch import start_beside, supervise
+
+    config = gateway_config(
+        cache_dir() / "gateway" / str(args.port),
+        host=args.host,
+        port=args.port,
+        upstream_port=operator_port,
+        certificates=certs,
+    )
+    check_gateway(nginx, config)
+    say(
+        f"nodes connect to {args.host}:{args.port} (Flower's node API alone, through nginx); "
+        f"the operator's commands use --superlink {OPERATOR_HOST}:{operator_port} on this "
+        "machine (or an SSH tunnel to it)"
+    )
+    say("$ " + " ".join(superlink))
+    with start_beside(gateway_command(nginx, config), _flower_env()) as gateway:
+        _wait_for_gateway(
+            gateway, "127.0.0.1" if args.host in ("0.0.0.0", "::") else args.host, args.port
+        )
+        status, _ = supervise(superlink, _flower_env())
+        stopped = gateway.poll()
+    if stopped is not None:
+        raise RunFailedError(
+            f"the gateway (nginx) stopped with exit status {stopped}: its log is above"
+        )
+    if status not in (0, -signal.SIGTERM, -signal.SIGINT):
+        raise RunFailedError(f"the server stopped with exit status {status} (its log is above)")
+
+
+def _wait_for_gateway(gateway: subprocess.Popen[bytes], host: str, port: int) -> None:
+    """Wait until the gateway listens; refuse one that ends first (a port it cannot bind)."""
+    from reportfed.flower.launch import wait_for_server
+
+    for _ in range(100):
+        if gateway.poll() is not None:
+            raise RunFailedError(
+                f"the gateway (nginx) could not start on port {port}: its log is above"
+            )
+        try:
+            wait_for_server(f"{host}:{port}", 0.0)
+            return
+        except ReportfedError:
+            time.sleep(0.1)
+    raise RunFailedError(f"the gateway (nginx) does not accept connections on port {port}")
 
 
 def _embed_once(texts: list[str], config: dict[str, schema.Scalar]) -> None:
@@ -220,6 +310,7 @@ def _run_config(args: argparse.Namespace) -> dict[str, schema.Scalar]:
 
 def cmd_run(args: argparse.Namespace) -> None:
     from reportfed.flower.launch import (
+        registered_names,
         run_command,
         wait_for_server,
         write_flwr_config,
@@ -241,6 +332,7 @@ def cmd_run(args: argparse.Namespace) -> None:
         Path(env["FLWR_HOME"]), args.superlink, root_certificates=ca, insecure=args.insecure
     )
     wait_for_server(args.superlink, args.connect_timeout, say=say)
+    registered_names(env)  # one line, here, where the server refuses this party its operator API
     cmd = run_command(run_config)
     say("$ " + " ".join(cmd))
     out = Path(args.out)
@@ -313,6 +405,8 @@ def cmd_import(args: argparse.Namespace) -> None:
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Add ``federation`` and its subcommands to the ``reportfed`` parser."""
+    from reportfed.flower.launch import OPERATOR_PORT
+
     fed = sub.add_parser("federation", help="federated training across processes (Flower)")
     cmds = fed.add_subparsers(dest="federation_command", required=True)
 
@@ -333,9 +427,24 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.set_defaults(func=cmd_certs)
 
-    p = cmds.add_parser("server", help="start the server endpoint (Flower SuperLink)")
-    p.add_argument("--host", default="0.0.0.0", help="address to listen on (0.0.0.0: all)")
-    p.add_argument("--port", type=int, default=9092, help="port the nodes and runs connect to")
+    p = cmds.add_parser(
+        "server",
+        help="start the server endpoint (Flower SuperLink)",
+        description="Start the server endpoint (Flower SuperLink). Its operator's API (register, "
+        "run, list, stop) listens only on this machine's loopback, at --operator-port; nodes on "
+        "other hosts reach --host:--port, where nginx passes them Flower's node API alone "
+        "(docs/federation.md, 'What each party can do'). With a loopback --host there is no "
+        "nginx and --port serves everyone on this machine.",
+    )
+    p.add_argument("--host", default="0.0.0.0", help="address the nodes connect to (0.0.0.0: all)")
+    p.add_argument("--port", type=int, default=9092, help="port the nodes connect to")
+    p.add_argument(
+        "--operator-port",
+        type=int,
+        default=OPERATOR_PORT,
+        help="port of the operator's commands (register, run) on 127.0.0.1, when --host is "
+        "not a loopback address",
+    )
     tls(p, "certificates", "directory with ca.crt, server.pem, server.key")
     p.add_argument("--database", default=None, help="persist server state in this SQLite file")
     p.set_defaults(func=start_superlink)

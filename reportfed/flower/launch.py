@@ -20,13 +20,14 @@ import ipaddress
 import json
 import os
 import random
+import re
 import signal
 import socket
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -35,6 +36,8 @@ from reportfed.core.errors import ConfigError, OutputFileError, ReportfedError
 from reportfed.core.files import atomic_write
 
 APP_DIR = Path(__file__).with_name("app")
+#: the port of the server's operator API on its loopback (``federation server --operator-port``)
+OPERATOR_PORT = 9093
 SUPERLINK_NAME = "reportfed"
 #: environment of a SuperNode: its SuperExec looks for a message to run every 0.1 s (Flower's
 #: default, 1 s, is paid by every message of every round)
@@ -76,6 +79,21 @@ def check_certificate(path: Path) -> None:
         raise ReportfedError(
             f"{path} holds no PEM certificate: use the files `reportfed federation certs` wrote"
         ) from None
+
+
+def expiry_warning(path: Path, *, days: int = 30) -> str | None:
+    """A warning for a certificate that has expired or expires within ``days`` days (TLS
+    connections to it fail once it has), ``None`` for one that stays valid longer."""
+    from cryptography import x509
+
+    cert = x509.load_pem_x509_certificates(path.read_bytes())[0]
+    left = cert.not_valid_after_utc - dt.datetime.now(dt.timezone.utc)
+    when = cert.not_valid_after_utc.strftime("%Y-%m-%d %H:%M UTC")
+    if left.total_seconds() <= 0:
+        return f"{path} expired on {when}: nodes cannot connect; make a new one"
+    if left < dt.timedelta(days=days):
+        return f"{path} expires on {when} (in {left.days} days): renew it before then"
+    return None
 
 
 @dataclass(frozen=True)
@@ -258,12 +276,27 @@ def generate_certificates(
     return certs
 
 
+#: what a hospital's name may be: it names its key files and its node at the server
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+
+
+def check_name(name: str) -> None:
+    """Refuse, in one line, a hospital name that is not a simple name (a path, say, which
+    would put its key files outside the folder asked for)."""
+    if not NAME.fullmatch(name) or ".." in name:
+        raise ReportfedError(
+            f"--name {name!r} is not a name: use letters, digits, '_', '-' or '.', "
+            "starting with a letter or digit (at most 64)"
+        )
+
+
 def generate_node_keys(out_dir: str | Path, name: str) -> NodeKeys:
     """A new key pair for the hospital ``name`` (:class:`NodeKeys`); an existing pair is never
     overwritten (its public key may be registered already)."""
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import ec
 
+    check_name(name)
     keys = NodeKeys.named(out_dir, name)
     for path in (keys.private, keys.public):
         if path.exists():
@@ -343,7 +376,14 @@ def registered_names(env: Mapping[str, str]) -> dict[str, int]:
         finally:
             client.close()
     except Exception as exc:  # Flower raises click, gRPC and HTTP errors alike
-        raise ReportfedError(f"cannot list the server's registered nodes: {exc}") from None
+        reason = " ".join(str(exc).split())
+        if "403" in reason:
+            raise ReportfedError(
+                "the server takes no operator commands at this address (only hospitals' nodes "
+                f"connect there): run them on the server against 127.0.0.1:{OPERATOR_PORT} (its "
+                "--operator-port), or through an SSH tunnel to that port"
+            ) from None
+        raise ReportfedError(f"cannot reach the server's operator API: {reason}") from None
     finally:
         if previous is None:
             os.environ.pop("FLWR_HOME", None)
@@ -431,6 +471,33 @@ def supervise(cmd: Sequence[str], env: Mapping[str, str], *, keep: int = 40) -> 
         proc.wait()
         relaying.join(timeout=10)
     return status, "".join(tail)
+
+
+@contextlib.contextmanager
+def start_beside(cmd: Sequence[str], env: Mapping[str, str]) -> Iterator[subprocess.Popen[bytes]]:
+    """Run ``cmd`` beside the caller's main process, for as long as the ``with`` block: in a
+    process group of its own, its output on this process's stderr, stopped (SIGTERM, then
+    SIGKILL after 10 s) when the block ends, and on Linux when this process dies."""
+    proc = subprocess.Popen(
+        list(cmd),
+        env=dict(env),
+        stdin=subprocess.DEVNULL,
+        stdout=sys.stderr.fileno(),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        preexec_fn=_stop_with_parent if sys.platform == "linux" else None,
+    )
+    try:
+        yield proc
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
 
 
 #: what a SuperNode prints when the SuperLink refuses to activate it: a key it never registered
