@@ -202,7 +202,7 @@ class ReportLabeler(ReportReader, BaseEstimator):
                         "needs the reports' texts to read them: pass texts=, or set read=False"
                     )
                 embed = self.embed if config.templates else None
-                reading = read_lacked([texts[i] for i in fit], own, embed)
+                reading = read_lacked([texts[i] for i in fit], own, embed, site=name)
                 node = with_read(replace(node, read=reading), annotated)
                 held[name]["read"] = [n for n in node.labels if n not in own]
             fed_nodes.append(node)

@@ -42,6 +42,9 @@ FLOORS = {
     "mediastinal prominence": 1.0,
     "partial resolution": 1.0,
     "densities": 1.0,
+    "invisible characters": 1.0,
+    "coordinated clauses": 1.0,
+    "other languages": 1.0,
 }
 
 

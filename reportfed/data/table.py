@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from reportfed.core.characters import as_read
 from reportfed.core.config import Blank, Uncertain
 from reportfed.core.errors import ConfigError, InputFileError, LabelError
 from reportfed.core.labels import LabelSpace, check_label_matrix, is_known
@@ -533,7 +534,7 @@ def _is_text(column: pd.Series) -> bool:
 
 
 def _report_text(value: object) -> str:
-    """A report cell as text; "" for a missing value (None, NaN, or a cell like ``NA``) and for
+    """A report cell as text, as read (:func:`~reportfed.core.characters.as_read`); "" for a missing value (None, NaN, or a cell like ``NA``) and for
     a cell without a word (``12345``, ``3.14``, ``-1``: a number is no report)."""
-    text = _cell(value)
+    text = as_read(_cell(value))
     return "" if text.lower() in MISSING_TEXT or not _WORD.search(text) else text

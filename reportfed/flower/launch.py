@@ -167,9 +167,13 @@ def supernode_command(
     key: Path | None = None,
     insecure: bool = False,
 ) -> list[str]:
-    """``flower-supernode``: one hospital's process; ``node_config`` holds ``data`` etc. With TLS
-    it authenticates with its private ``key`` (registered at the server)."""
-    cmd = ["flower-supernode", "--superlink", superlink, "--port", str(port)]
+    """One hospital's node: ``flower-supernode`` (``node_config`` holds ``data`` etc.; with TLS
+    it authenticates with its private ``key``, registered at the server) under reportfed's guard,
+    which answers its messages with reportfed's ClientApp alone (:mod:`reportfed.flower.guard`)."""
+    guard = [sys.executable, "-m", "reportfed.flower.guard"]
+    guard += ["--runtime-api-address", f"127.0.0.1:{port}", "--"]
+    cmd = [*guard, "flower-supernode", "--superlink", superlink, "--port", str(port)]
+    cmd += ["--isolation", "process"]
     ca = _tls(insecure, root_certificates)
     if ca is None:
         cmd.append("--insecure")

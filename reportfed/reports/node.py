@@ -6,6 +6,7 @@ drive the same :class:`ReportAlgorithm`; :data:`REPORTS` is the modality the Flo
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -18,7 +19,7 @@ import torch
 from reportfed.core import schema
 from reportfed.core.aggregation import Arrays, GlobalState, NodeUpdate, node_arrays
 from reportfed.core.config import FederationConfig, NodeSettings, RunSettings, SiteSettings
-from reportfed.core.errors import ReportfedError
+from reportfed.core.errors import ReportfedError, ReportfedWarning
 from reportfed.core.labels import LabelSpace, check_label_matrix, warn_if_all_positive
 from reportfed.core.metrics import f1_thresholds
 from reportfed.core.node import Description, Evaluation
@@ -27,7 +28,7 @@ from reportfed.nn.arrays import load_arrays, to_arrays
 from reportfed.text.assertion import FINDINGS, Mention
 from reportfed.text.calibration import calibration_features, fit_calibration
 from reportfed.text.model import ReportMLP, global_model, node_model, predict_proba
-from reportfed.text.states import read_labels
+from reportfed.text.states import other_language, read_labels
 from reportfed.text.templates import lacked_negatives, template_rows
 from reportfed.text.train import positive_weights, train_local
 
@@ -101,14 +102,29 @@ def with_templates(node: Node, embed: Callable[[Sequence[str]], np.ndarray]) -> 
     return _with_template_rows(node, embed(texts), y) if texts else node
 
 
+#: the share of a site's reports in another language above which its reading is warned about
+OTHER_LANGUAGE_SHARE = 0.5
+
+
 def read_lacked(
     texts: Sequence[str],
     labels: LabelSpace,
     embed: Callable[[Sequence[str]], np.ndarray] | None = None,
+    site: str = "this site",
 ) -> Reading:
     """What the text rules read in ``texts`` (a site's reports) of every finding they can name
     that ``labels`` (the site's own) lack, with each one's template rows embedded by ``embed``
-    where given (see :func:`with_templates`)."""
+    where given (see :func:`with_templates`). Reports in another language read as not
+    annotated; warns where they are most of ``site``'s."""
+    other = sum(other_language(t) for t in texts)
+    if texts and other / len(texts) > OTHER_LANGUAGE_SHARE:
+        warnings.warn(
+            f"site {site!r}: {other} of its {len(texts)} reports are not in English, which the "
+            "text rules cannot read: the labels it does not annotate are learnt from its other "
+            "reports alone",
+            ReportfedWarning,
+            stacklevel=2,
+        )
     lacked = LabelSpace(tuple(name for name in FINDINGS if name not in labels))
     return reading_of(lacked, read_labels(texts, list(lacked)), embed)
 
@@ -340,7 +356,9 @@ def load_report_node(
     node = Node(name, x[fit], table.labels[fit], table.label_space)
     if config.read:
         texts = [table.texts[i] for i in fit]
-        reading = read_lacked(texts, table.label_space, embed if config.templates else None)
+        reading = read_lacked(
+            texts, table.label_space, embed if config.templates else None, site=name
+        )
         node = replace(node, read=reading)
     return ReportAlgorithm(
         with_templates(node, embed) if config.templates else node,

@@ -220,7 +220,7 @@ _NEGATION_AFTER = (
     r"(?<!may )(?<!might )(?<!could )(?:is|was|are|were|represents?|represented|reflects?) "
     r"(?:\w+ ){0,2}?(?:an? )?(?:artifact(?:ual)?|"
     r"(?:overlying )?nipple shadows?|skin folds?)|"
-    r"\bremoved\b|(?:is|are) unlikely|(?:has been|have been|was|were) (?:pulled|discontinued)(?! back)"
+    r"(?<!not )(?<!not been )(?<!not yet been )(?<!never been )\bremoved\b|(?:is|are) unlikely|(?:has been|have been|was|were) (?:pulled|discontinued)(?! back)"
 )
 _UNCERTAIN_BEFORE = (
     r"possibl[ey]|possibility|potential(?:ly)?|presum(?:ed|ably)|probabl[ey]|\blikely\b|"
@@ -254,10 +254,13 @@ _TERMINATORS = re.compile(
     r"otherwise|while|given|due to|secondary to|related to|because|representing|with)\b|[;:]",
     re.IGNORECASE,
 )
-#: a comma followed by these starts a new finding, ending the scope
+#: a comma followed by these starts a new finding, ending the scope; so does a coordinated
+#: clause of its own ("the heart is normal and there is a large effusion": "large" is the
+#: effusion's)
 _NEW_CLAUSE = re.compile(
     r",\s*(?:and\s+)?(?:there|with|likely|probably|possibly|possible|questionable|suspected|no|"
-    r"without|which|but|however|although)\b",
+    r"without|which|but|however|although)\b|"
+    r"\s(?:and|but)\s+there\s+(?:is|are|was|were|has|have|appears?|remains?)\b",
     re.IGNORECASE,
 )
 

@@ -9,7 +9,9 @@ Handles what a general-purpose splitter gets wrong in reports:
 * de-identification blanks (``___``, ``XXXX``) stay inside their sentence;
 * abbreviations (``Dr.``, ``approx.``, ``e.g.``) and decimals (``3.5 cm``) do not end a sentence;
 * a missing final period, blank lines and stray punctuation (``. .``) are tolerated;
-* semicolons end a clause, so that "no effusion; mild cardiomegaly" becomes two units.
+* semicolons end a clause, so that "no effusion; mild cardiomegaly" becomes two units;
+* characters that show nothing (zero-width spaces, the byte-order mark, bidirectional controls)
+  are read as the text shows, so that none can join two sentences (:func:`as_read`).
 
 A sentence longer than :data:`MAX_WORDS` words is cut into overlapping windows
 (:func:`windows`), so that an encoder that reads at most 256 word pieces never truncates one
@@ -21,6 +23,7 @@ from __future__ import annotations
 import functools
 import re
 
+from reportfed.core.characters import as_read
 from reportfed.core.config import GRANULARITIES, Granularity
 from reportfed.core.errors import ConfigError
 
@@ -150,7 +153,7 @@ def split_sections(text: str) -> list[tuple[str, str]]:
     whitespace-normalised, without headers or list numbers. A text with no sentence punctuation
     is one sentence; units without a letter or digit (``". ."``, ``"___"``) are dropped."""
     out: list[tuple[str, str]] = []
-    for section, segment in _segments(text.replace("\r", "\n")):
+    for section, segment in _segments(as_read(text).replace("\r", "\n")):
         start = 0
         pieces = []
         for end in _END.finditer(segment):
@@ -227,4 +230,4 @@ def report_units(text: str) -> list[str]:
     if units:
         return units
     # sentences that are all requests or questions show nothing: an empty unit, never the request
-    return [""] if split_sections(text) else [" ".join(text.split())]
+    return [""] if split_sections(text) else [" ".join(as_read(text).split())]

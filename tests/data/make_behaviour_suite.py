@@ -248,6 +248,52 @@ PHRASINGS: dict[str, list[tuple[str, dict[str, str]]]] = {
             "The endotracheal tube was pulled back 2 cm and terminates above the carina.",
             {"Support Devices": "1"},
         ),
+        ("The endotracheal tube has not been removed.", {"Support Devices": "1"}),
+        ("The left chest tube was not removed.", {"Support Devices": "1"}),
+    ],
+    # characters that show nothing, after a full stop: two sentences, as the report looks
+    "invisible characters": [
+        (
+            f"No pneumothorax.{c} Small left pleural effusion.",
+            {"Pneumothorax": "0", "Pleural Effusion": "1", "No Finding": ""},
+        )
+        for c in ("\u200b", "\ufeff", "\u202a", "\u202c", "\u202e", "\u2066", "\u2069")
+    ]
+    + [
+        (
+            "No pleural effusion.\u200b Mild cardiomegaly.",
+            {"Pleural Effusion": "0", "Cardiomegaly": "1"},
+        )
+    ],
+    # a size or abnormality word belongs to the finding of its own clause
+    "coordinated clauses": [
+        (
+            "The heart is normal and there is a large left pleural effusion.",
+            {"Cardiomegaly": "0", "Pleural Effusion": "1"},
+        ),
+        (
+            "Heart size is normal and there is a large right pneumothorax.",
+            {"Cardiomegaly": "0", "Pneumothorax": "1"},
+        ),
+        (
+            "The mediastinum is normal and there is a large right pleural effusion.",
+            {"Enlarged Cardiomediastinum": "0", "Pleural Effusion": "1"},
+        ),
+        (
+            "The cardiac silhouette is normal but there is a large left effusion.",
+            {"Cardiomegaly": "0", "Pleural Effusion": "1"},
+        ),
+        (
+            "The heart is enlarged and there is a small left pleural effusion.",
+            {"Cardiomegaly": "1", "Pleural Effusion": "1"},
+        ),
+    ],
+    # reports in another language: no state at all, never a finding read from a shared word
+    "other languages": [
+        ("Kein Pneumothorax.", {"Pneumothorax": "", "No Finding": ""}),
+        ("Pas de pneumothorax.", {"Pneumothorax": "", "No Finding": ""}),
+        ("Sin derrame pleural. No hay neumotórax.", {"Pneumothorax": "", "No Finding": ""}),
+        ("Kein Pleuraerguss. Herz normal groß.", {"Cardiomegaly": "", "No Finding": ""}),
     ],
     "structured fields": [
         ("Lines and tubes: None.", {"Support Devices": "0"}),

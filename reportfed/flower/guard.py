@@ -1,0 +1,198 @@
+"""A hospital's node runs only reportfed's ClientApp, whatever app a run names.
+
+A Flower run carries an app bundle (FAB) built by whoever submits it; Flower's SuperNode hands
+each message to a fresh ``flwr-clientapp`` process that unpacks the bundle, puts its folder first
+on ``sys.path`` and imports the ClientApp its ``pyproject.toml`` names, so a bundle with code of
+its own would run it on the hospital's machine. Flower's own check, ``--trusted-entities``, takes
+only bundles signed through Flower's hub (the SuperLink must fetch their signatures online; a
+bundle ``flwr run`` submits from a folder carries none, and every run is then refused).
+
+So reportfed's node starts its SuperNode with ``--isolation process`` and answers the
+SuperNode's tasks itself, here: it pulls each task's message and bundle with Flower's runtime
+client, refuses a bundle that holds anything but reportfed's ``pyproject.toml`` (and Flower's
+``.info/CONTENT`` listing) or names another ClientApp, and runs the installed
+``reportfed.flower.client_app.app`` on the others. A bundle is never unpacked, and nothing of it
+is imported. A refused run gets an error reply naming why, and the node's log says so.
+
+``python -m reportfed.flower.guard --runtime-api-address HOST:PORT -- flower-supernode ...``
+starts the SuperNode as its child (one process group: stopping the node stops both) and serves
+its tasks until it ends; :func:`reportfed.flower.launch.supernode_command` builds that command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import logging
+import subprocess
+import sys
+import time
+import zipfile
+from collections.abc import Sequence
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Flower depends on tomli where the standard library has no tomllib
+    import tomli as tomllib
+
+#: the files of reportfed's app bundle (``flower/app/``, as ``flwr run`` builds it)
+BUNDLE_FILES = frozenset({"pyproject.toml", ".info/CONTENT"})
+#: the one ClientApp a reportfed node runs
+CLIENTAPP = "reportfed.flower.client_app:app"
+#: seconds between asking the SuperNode for a task (Flower's SuperExec polls every second)
+POLL_S = 0.1
+
+log = logging.getLogger("reportfed.node")
+
+
+def check_bundle(content: bytes) -> str | None:
+    """Why a run's app bundle is not reportfed's (``None`` when it is): files beside the app
+    descriptor, or a ClientApp other than :data:`CLIENTAPP`. Reads the zip's names and the
+    descriptor's TOML; never extracts or imports anything."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(content)) as bundle:
+            names = set(bundle.namelist())
+            extra = sorted(names - BUNDLE_FILES)
+            if extra:
+                shown = ", ".join(extra[:5]) + (" ..." if len(extra) > 5 else "")
+                return f"its app bundle carries files of its own ({shown})"
+            if "pyproject.toml" not in names:
+                return "its app bundle has no pyproject.toml"
+            config = tomllib.loads(bundle.read("pyproject.toml").decode("utf-8"))
+    except (zipfile.BadZipFile, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        return f"its app bundle cannot be read ({exc})"
+    named = config.get("tool", {}).get("flwr", {}).get("app", {}).get("components", {})
+    clientapp = named.get("clientapp") if isinstance(named, dict) else None
+    if clientapp != CLIENTAPP:
+        return f"its app names the ClientApp {clientapp!r}, not reportfed's {CLIENTAPP!r}"
+    return None
+
+
+def answer_task(address: str, token: str) -> None:
+    """Answer one task of the SuperNode at ``address``: pull its message and the run's bundle,
+    then reply with reportfed's ClientApp, or with an error where the bundle is not reportfed's
+    or the ClientApp fails. Flower's own runtime calls throughout (those ``flwr-clientapp``
+    makes), without unpacking the bundle or importing from it."""
+    from flwr.app import Message
+    from flwr.app.error import Error
+    from flwr.common.constant import ErrorCode, SubStatus
+    from flwr.supercore.heartbeat import HeartbeatSender, make_task_heartbeat_fn_http
+    from flwr.supercore.interceptors import (
+        RuntimeTokenHttpInterceptor,
+        RuntimeVersionHttpInterceptor,
+    )
+    from flwr.supercore.retry import make_simple_http_retry_invoker
+    from flwr.supercore.runtime import RuntimeHttpClient
+    from flwr.supernode.runtime.run_clientapp import (
+        pull_task_input,
+        push_message,
+        push_task_output,
+    )
+
+    client = RuntimeHttpClient.from_server_address(
+        server_address=address,
+        insecure=True,  # the SuperNode's runtime API, on this machine's loopback
+        root_certificates=None,
+        interceptors=[
+            RuntimeVersionHttpInterceptor(component_name="flwr-clientapp"),
+            RuntimeTokenHttpInterceptor(token),
+        ],
+        retry_invoker=make_simple_http_retry_invoker(),
+    )
+    heartbeat = HeartbeatSender(make_task_heartbeat_fn_http(client))
+    heartbeat.start()
+    context = None
+    status, details = SubStatus.FAILED, "the task ended before its message was read"
+    try:
+        message, context, run, fab = pull_task_input(client)
+        refused = check_bundle(fab.content)
+        if refused is not None:
+            details = f"reportfed's node refused run {run.run_id}: {refused}"
+            log.error(details)
+            reply = Message(Error(code=ErrorCode.LOAD_CLIENT_APP_EXCEPTION, reason=details),
+                            reply_to=message)  # fmt: skip
+        else:
+            from reportfed.flower.client_app import app
+
+            started = time.monotonic()
+            try:
+                reply = app(message=message, context=context)
+                status, details = SubStatus.COMPLETED, ""
+                log.info(
+                    "run %s, round %s: answered its %s message in %.1f s",
+                    run.run_id,
+                    message.metadata.group_id or "-",
+                    message.metadata.message_type,
+                    time.monotonic() - started,
+                )
+            except Exception as exc:  # the ClientApp's failure goes back as Flower's would
+                details = f"{type(exc).__name__}: {exc}"
+                log.exception("the ClientApp raised an exception")
+                reply = Message(Error(code=ErrorCode.CLIENT_APP_RAISED_EXCEPTION, reason=details),
+                                reply_to=message)  # fmt: skip
+        push_message(client, reply, context)
+    finally:
+        push_task_output(client=client, context=context, sub_status=status, details=details)
+        heartbeat.stop()
+        client.close()
+
+
+def serve(address: str, supernode: subprocess.Popen[bytes]) -> int:
+    """Answer the tasks of the SuperNode at ``address`` one at a time until it ends; returns
+    its exit status."""
+    from flwr.proto.runtime_pb2 import AcquireTaskRequest
+    from flwr.supercore.constant import TaskType
+    from flwr.supercore.interceptors import RuntimeVersionHttpInterceptor
+    from flwr.supercore.retry import make_simple_http_retry_invoker
+    from flwr.supercore.runtime import RuntimeHttpClient
+
+    once = make_simple_http_retry_invoker()
+    once.max_tries = 1  # this loop asks again, and stops when the SuperNode has ended
+    client = RuntimeHttpClient.from_server_address(
+        server_address=address,
+        insecure=True,
+        root_certificates=None,
+        interceptors=[RuntimeVersionHttpInterceptor(component_name="SuperExec")],
+        retry_invoker=once,
+    )
+    request = AcquireTaskRequest(supported_task_types=[TaskType.CLIENT_APP])
+    try:
+        while supernode.poll() is None:
+            try:
+                acquired = client.AcquireTask(request)
+            except Exception:  # the SuperNode is starting, or ending: ask again
+                time.sleep(1.0)
+                continue
+            if acquired.HasField("task") and acquired.token:
+                try:
+                    answer_task(address, acquired.token)
+                except Exception:  # one task's failure is logged; the node goes on
+                    log.exception("a task could not be answered")
+            else:
+                time.sleep(POLL_S)
+    finally:
+        client.close()
+    return int(supernode.wait())
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m reportfed.flower.guard")
+    parser.add_argument("--runtime-api-address", required=True)
+    parser.add_argument("supernode", nargs=argparse.REMAINDER, help="-- flower-supernode ...")
+    args = parser.parse_args(argv)
+    command = args.supernode[1:] if args.supernode[:1] == ["--"] else args.supernode
+    said = logging.StreamHandler()
+    said.setFormatter(logging.Formatter("reportfed node: %(message)s"))
+    log.addHandler(said)
+    log.setLevel(logging.INFO)
+    supernode = subprocess.Popen(command)
+    try:
+        return serve(args.runtime_api_address, supernode)
+    finally:
+        if supernode.poll() is None:
+            supernode.terminate()
+            supernode.wait()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
