@@ -25,7 +25,9 @@ def cpu_model() -> str:
 
 def machine() -> dict[str, object]:
     """Cores, CPU model, whether it multiplies bf16 natively, torch's and OpenVINO's versions."""
-    import openvino
+    from reportfed.core.telemetry import import_openvino
+
+    openvino = import_openvino()
 
     from reportfed.embed.precision import native_bf16
 

@@ -70,7 +70,9 @@ class ReviewPage:
     def render(self) -> str:
         """The page as HTML text."""
         data = json.dumps({"labels": self.labels, "reports": self.reports}, ensure_ascii=False)
-        data = data.replace("</", "<\\/")  # no "</script>" inside the script element
+        # no report text can end or re-open the script element ("</script>", "<!--<script>"):
+        # JSON reads these escapes as the characters themselves
+        data = data.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
         shown = f"{len(self.reports):,} report(s)"
         if self.left_out:
             shown += f" (the first {REVIEW_LIMIT:,}; {self.left_out:,} more are in the tables)"

@@ -1,7 +1,9 @@
 import json
 import os
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -173,6 +175,12 @@ def test_reports_that_share_an_id_are_warned_about_and_told_apart(
         assert "Reports" not in table and list(table.columns[:2]) == ["id", "No Finding"]
     with_text = pd.read_csv(tmp_path / "l.csv").drop(columns="Reports")
     pd.testing.assert_frame_equal(states, with_text, check_dtype=False)
+    # an input without ids: each row of a --no-text output names its row in the input file
+    # (the empty report of row 3 is skipped)
+    pd.DataFrame({"Reports": [texts[0], "", *texts[1:]]}).to_csv(reports, index=False)
+    argv = ["label", "--reports", str(reports), "--out", str(tmp_path / "r.csv"), "--no-text"]
+    assert main(argv) == 0
+    assert pd.read_csv(tmp_path / "r.csv")["file_row"].tolist() == [2, 4, 5]
 
 
 def test_tiny_sites_are_warned_about_with_their_counts(tmp_path, capsys, env) -> None:
@@ -373,3 +381,33 @@ def test_numerics_flags_last_one_command(tmp_path, monkeypatch) -> None:
     fp32 = shared_embedder()
     monkeypatch.setenv("REPORTFED_PRECISION", "bf16")
     assert shared_embedder() is not fp32 and shared_embedder().cache_key.endswith(":bf16")
+
+
+@pytest.mark.slow
+def test_a_first_label_run_writes_only_where_the_readme_says(tmp_path: Path) -> None:
+    """Real process, fresh HOME, no REPORTFED_CACHE_DIR: the README's first label command
+    (building the default model) writes its output and the user cache (``~/.cache/reportfed``)
+    and nothing else under HOME or the working folder: no library's telemetry (OpenVINO's
+    ``~/intel``, onnxruntime's ``~/.cache/Microsoft``), nothing of Hugging Face's."""
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    (work / "examples").mkdir(parents=True)
+    shutil.copy(ROOT / "examples" / "reports.csv", work / "examples")
+    env = {k: v for k, v in os.environ.items() if k != "REPORTFED_CACHE_DIR"}
+    env.update(HOME=str(home), REPORTFED_EMBEDDINGS_CACHE=str(tmp_path / "embeddings"))
+    done = subprocess.run(
+        ["reportfed", "label", "--reports", "examples/reports.csv"],
+        cwd=work, env=env, capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    written = sorted(
+        str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")
+        if p.is_file() and not p.is_relative_to(tmp_path / "embeddings")
+    )  # fmt: skip
+    elsewhere = [
+        p for p in written
+        if not p.startswith("home/.cache/reportfed/")
+        and p not in ("work/examples/reports.csv", "work/labeled_reports.csv")
+    ]  # fmt: skip
+    assert elsewhere == [], elsewhere
+    assert "work/labeled_reports.csv" in written

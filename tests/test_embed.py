@@ -1,7 +1,9 @@
 import hashlib
 import json
+import re
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
@@ -323,3 +325,35 @@ def test_openai_backend_unreachable_is_a_clear_error() -> None:
     emb = OpenAIEmbedder("m", base_url="http://127.0.0.1:9/v1", max_retries=0, timeout=2)
     with pytest.raises(EmbeddingError, match="cannot reach embeddings API"):
         emb.embed(["a"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("backend", "damage"), [("openvino", "truncated"), ("onnx", "empty")])
+def test_a_damaged_export_in_the_user_cache_is_built_anew_once_with_a_warning(
+    tmp_path: Path, backend: str, damage: str
+) -> None:
+    """Real processes, as a user types it: ``reportfed embed`` with an ONNX export in the user
+    cache cut short (a full disk, a killed export) warns once, naming the folder, builds it
+    anew and embeds; the next run reads the new export without a word."""
+    import os
+    import subprocess
+
+    reports = tmp_path / "reports.csv"
+    reports.write_text("Reports\nMild cardiomegaly.\nNo pleural effusion.\n")
+    env = {**os.environ, "REPORTFED_CACHE_DIR": str(tmp_path / "user-cache")}
+
+    def embed(cache: str) -> subprocess.CompletedProcess[str]:
+        cmd = ["reportfed", "embed", "--reports", str(reports), "--backend", backend]
+        cmd += ["--cache-dir", str(tmp_path / cache)]
+        return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+
+    assert embed("first").returncode == 0
+    (export,) = (tmp_path / "user-cache" / "onnx").rglob("model-fp32.onnx")
+    export.write_bytes(export.read_bytes()[:4096] if damage == "truncated" else b"")
+    done = embed("second")
+    assert done.returncode == 0, done.stderr[-2000:]
+    warned = re.findall(r"reportfed: warning: [^\r\n]*", done.stderr)  # maybe after a bar
+    assert len(warned) == 1 and str(export.parent) in warned[0] and "building it anew" in warned[0]
+    assert "Traceback" not in done.stderr
+    again = embed("third")
+    assert again.returncode == 0 and "reportfed: warning:" not in again.stderr

@@ -281,3 +281,77 @@ def test_free_ports_lie_below_the_ports_outgoing_connections_take() -> None:
     below = _ephemeral_ports()[0]
     ports = [free_port() for _ in range(50)]
     assert all(LOWEST_PORT <= port < below for port in ports) and len(set(ports)) > 1
+
+
+@pytest.mark.slow
+def test_a_node_that_cannot_reach_its_server_stops_in_bounded_time_naming_the_cause(
+    tmp_path: Path,
+) -> None:
+    """Real processes, as a hospital types them: a node with the wrong CA, with --insecure
+    against a TLS server, against an expired certificate and at a dead port each end within
+    their --connect-timeout with one line naming the address and the cause, and exit status 1."""
+    import subprocess
+    import time
+
+    from reportfed.flower.launch import (
+        LoopbackFederation,
+        free_port,
+        generate_certificates,
+        generate_node_keys,
+    )
+
+    certs = generate_certificates(tmp_path / "certs")
+    other = generate_certificates(tmp_path / "other")
+    expired = generate_certificates(tmp_path / "expired", days=0)
+    data = tmp_path / "site.csv"
+    data.write_text("Reports,Edema\nMild edema.,1\nNo edema.,0\nClear lungs.,0\n")
+    key = generate_node_keys(tmp_path / "keys", "hospital_a")
+
+    def node(address: str, *tls: str) -> tuple[subprocess.CompletedProcess[str], float]:
+        cmd = ["reportfed", "federation", "node", "--superlink", address, "--data", str(data),
+               "--port", str(free_port()), "--connect-timeout", "5", *tls]  # fmt: skip
+        started = time.monotonic()
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        return done, time.monotonic() - started
+
+    with LoopbackFederation(tmp_path, certificates=certs) as cluster:
+        cases = {
+            "wrong CA": (
+                ["--root-certificates", str(other.ca), "--key", str(key.private)],
+                "the server's certificate was not signed by the CA of --root-certificates: use "
+                "the ca.crt its operator gave",
+            ),
+            "insecure against TLS": (
+                ["--insecure"],
+                "the server speaks TLS and this side did not (--insecure): give "
+                "--root-certificates",
+            ),
+        }
+        for case, (tls, cause) in cases.items():
+            done, seconds = node(cluster.address, *tls)
+            assert done.returncode == 1, (case, done.stderr[-2000:])
+            assert done.stderr.strip().splitlines()[-1] == (
+                f"reportfed: error: this node could not reach the server at {cluster.address} "
+                f"for 5 s (--connect-timeout): {cause}"
+            ), case
+            assert seconds < 120, case
+    time.sleep(1)  # the certificate made with days=0 has expired by now
+    (tmp_path / "x").mkdir()
+    with LoopbackFederation(tmp_path / "x", certificates=expired) as cluster:
+        done, _ = node(cluster.address, "--root-certificates", str(expired.ca), "--key",
+                       str(key.private))  # fmt: skip
+        assert done.returncode == 1
+        assert (
+            done.stderr.strip()
+            .splitlines()[-1]
+            .endswith(
+                "(--connect-timeout): the server's certificate has expired: it needs a new one"
+            )
+        )
+    dead = f"127.0.0.1:{free_port()}"
+    done, seconds = node(dead, "--insecure")
+    assert done.returncode == 1 and seconds < 120
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"reportfed: error: this node could not reach the server at {dead} for 5 s "
+        "(--connect-timeout): nothing accepts connections there"
+    )

@@ -99,4 +99,16 @@ def test_a_run_whose_bundle_carries_code_is_refused_at_every_node(
         )
         cluster.run({"min-nodes": 2, "reports.rounds": 1, "out": str(tmp_path / "run")})
         assert (tmp_path / "run" / "global.safetensors").is_file()
+        groups = [cluster.procs[f"node-{name}"].pid for name in ("a", "b")]
+        left = [p for g in groups for p in _warm_files().glob(f"node-{g}-*")]
+        assert left, "the nodes' warm processes keep their sockets here while they run"
     assert not marker.exists()
+    # stopped nodes leave nothing in /tmp: their warm processes' sockets, keys and locks
+    assert [p for g in groups for p in _warm_files().glob(f"node-{g}-*")] == []
+
+
+def _warm_files() -> Path:
+    import os
+    import tempfile
+
+    return Path(tempfile.gettempdir()) / f"reportfed-{os.getuid()}"

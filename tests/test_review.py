@@ -95,3 +95,24 @@ def test_the_review_page_of_ten_thousand_reports_opens_a_page_at_a_time(
         card = dom.split(f'<article data-id="{report_id}"', 1)[1].split("</article>", 1)[0]
         assert "<td>model</td>" in card
     assert Path(page).stat().st_size < 60e6
+
+
+@pytest.mark.slow
+def test_no_report_text_can_end_the_pages_data(labelling, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Report texts that would close or re-open the page's data block (``</script>``, an HTML
+    comment opening a script) are shown as text, and every report is on the page."""
+    texts = [
+        "Mild cardiomegaly. <!--<script> No effusion.",
+        "No pneumothorax.</script><script>document.title='x'</script>",
+        "Small effusion. <!-- comment --> & <b>bold</b>",
+        "Clear lungs.",
+    ]
+    reports = tmp_path / "reports.csv"
+    pd.DataFrame({"id": ["q1", "q2", "q3", "q4"], "Reports": texts}).to_csv(reports, index=False)
+    page = tmp_path / "review.html"
+    assert main(["label", "--reports", str(reports), "--out", str(tmp_path / "l.csv"),
+                 "--review", str(page)]) == 0  # fmt: skip
+    dom, console = render(page, tmp_path / "review.png")
+    assert console == []
+    assert _shown(dom) == ["q1", "q2", "q3", "q4"]
+    assert "&lt;!--&lt;script&gt;" in dom and "&lt;b&gt;bold&lt;/b&gt;" in dom

@@ -35,7 +35,8 @@ def cmd_corpus(args: argparse.Namespace) -> None:
         unknown = [n for n in labels if n not in CHEXPERT_14]
         if unknown:
             raise ReportfedError(f"IU has no {unknown} labels; it has {list(CHEXPERT_14)}")
-    check_outputs([], tables=[("--out", Path(args.out))])
+    archive = [("--archive", Path(args.archive))] if args.archive else []
+    check_outputs([], tables=[("--out", Path(args.out))], inputs=archive)
     frame = load_iu_frame(args.archive, granuloma_as_lesion=args.granuloma_as_lesion)
     frame = frame[frame["text"] != ""]
     indexed = frame[list(CHEXPERT_14)].notna().any(axis=1)

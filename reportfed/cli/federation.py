@@ -240,9 +240,11 @@ def _embed_once(texts: list[str], config: dict[str, schema.Scalar]) -> None:
 def start_supernode(args: argparse.Namespace) -> None:
     from reportfed.data.table import read_reports
     from reportfed.flower.launch import (
+        CONNECTION_FAILED,
         KEY_REFUSED,
         SUPERNODE_ENV,
         check_port_free,
+        connection_cause,
         supernode_command,
         supervise,
     )
@@ -270,6 +272,7 @@ def start_supernode(args: argparse.Namespace) -> None:
         root_certificates=ca,
         key=key,
         insecure=args.insecure,
+        max_wait=args.connect_timeout,
     )
     say("$ " + " ".join(cmd))
     status, tail = supervise(cmd, {**_flower_env(), **SUPERNODE_ENV})
@@ -281,6 +284,14 @@ def start_supernode(args: argparse.Namespace) -> None:
             f"the server at {args.superlink} did not accept this node's key {key}: ask its "
             f"operator to run `reportfed federation register {public.name} --name NAME` "
             "with this hospital's public key"
+        )
+    if CONNECTION_FAILED in tail:
+        said = tail.split(CONNECTION_FAILED, 1)[1].strip().splitlines()
+        reason = said[0].strip() if said else ""
+        raise RunFailedError(
+            f"this node could not reach the server at {args.superlink} for "
+            f"{args.connect_timeout:g} s (--connect-timeout): "
+            f"{connection_cause(reason) or reason or 'see the log above'}"
         )
     raise RunFailedError(f"the node stopped with exit status {status} (its log is above)")
 
@@ -388,9 +399,11 @@ def _lost_nodes(model: Path) -> dict[str, dict[str, Any]]:
 
 
 def cmd_import(args: argparse.Namespace) -> None:
+    from reportfed.cli.options import check_outputs
     from reportfed.core.labels import canonical
     from reportfed.reader import ReportReader
 
+    check_outputs([("--out", Path(args.out))], inputs=[("--model", Path(args.model))])
     labeler = ReportReader.load(args.model, progress=False)
     if args.labels:
         asked = [s.strip() for s in args.labels.split(",") if s.strip()]
@@ -469,6 +482,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--port", type=int, default=9094, help="local port of the node's runtime")
     tls(p, "root-certificates", "CA certificate that signed the server's certificate")
     p.add_argument("--key", default=None, help="this hospital's private key (`federation keys`)")
+    p.add_argument(
+        "--connect-timeout",
+        type=float,
+        default=120.0,
+        help="seconds the node keeps trying to reach the server before it stops with the cause",
+    )
     schema.add_flags(p, NodeSettings, required=["data"])
     p.set_defaults(func=start_supernode)
 

@@ -110,9 +110,13 @@ def _shared_ids(hashes: list[np.ndarray]) -> int:
 
 
 def _table(chunk: ReportTable, names: list[str], values: np.ndarray, text: bool) -> pd.DataFrame:
-    """One chunk's rows of an output table: its ids (where the input has them), the reports (with
-    ``text``) and one column per label."""
-    ids = {chunk.id_column: chunk.ids} if chunk.id_column else {}
+    """One chunk's rows of an output table: its ids (where the input has them; else, without the
+    text, each report's ``file_row`` in the input file, the header being row 1, so that every
+    output row can be traced back), the reports (with ``text``) and one column per label."""
+    if chunk.id_column:
+        ids = {chunk.id_column: chunk.ids}
+    else:
+        ids = {} if text else {"file_row": [int(i) for i in chunk.ids]}
     reports = {"Reports": chunk.texts} if text else {}
     return pd.DataFrame({**ids, **reports, **dict(zip(names, values.T, strict=True))})
 
@@ -145,7 +149,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--no-text",
         action="store_true",
         help="leave the report text out of --out and --probabilities (by default they copy it "
-        "after the id column, as the CheXpert labeler's output does)",
+        "after the id column, as the CheXpert labeler's output does); an input without an id "
+        "column then gets a file_row column: each report's row in the input file (the header is "
+        "row 1)",
     )
     p.add_argument(
         "--evidence",

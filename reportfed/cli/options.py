@@ -41,10 +41,15 @@ def check_outputs(
     tables: Sequence[tuple[str, Path]] = (),
     inputs: Sequence[tuple[str, Path]] = (),
 ) -> None:
-    """Before any work: every output writable, every table's suffix a format it can be written
-    in, none of them an input or another output."""
-    for _, path in [*outputs, *tables]:
+    """Before any work: every output writable in a folder that exists (a mistyped folder is
+    not made), every table's suffix a format it can be written in, none of them an input or
+    another output."""
+    for flag, path in [*outputs, *tables]:
         check_writable(path)
+        if not path.resolve().parent.is_dir():
+            raise ReportfedError(
+                f"{flag} {path}: the folder {path.parent} does not exist; make it first"
+            )
     for flag, path in tables:
         try:
             table_format(path)

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 def cmd_train(args: argparse.Namespace) -> None:
     from reportfed.data.table import read_reports
 
-    check_outputs(training_outputs(args))
+    check_outputs(training_outputs(args), inputs=[("--node", Path(p)) for p in args.node])
     site = schema.from_args(SiteSettings, args)
     labeler = training_labeler(args, schema.from_args(FederationConfig, args), site.val_fraction)
     custom = names(args.custom_labels or "")
@@ -109,13 +109,13 @@ def training_labeler(
 def save_labeler(
     labeler: ReportLabeler,
     out: str | Path,
-    metrics: str | Path,
+    metrics: str | Path | None,
     summary: dict[str, Any],
     *,
     report: str | Path | None = None,
 ) -> None:
-    """Write a trained labeler's model file, its training summary (JSON) and, where asked, the
-    run report page of its rounds (:mod:`reportfed.flower.report_page`), all or none."""
+    """Write a trained labeler's model file and, where asked, its training summary (JSON) and
+    the run report page of its rounds (:mod:`reportfed.flower.report_page`), all or none."""
     from reportfed.flower.report_page import in_process, render
 
     summary = {
@@ -124,16 +124,15 @@ def save_labeler(
         "labels": list(labeler.classes_),
         "thresholds": [round(float(t), 4) for t in labeler.thresholds_],
     }
-    files = [
-        (out, encode_model(labeler.model_file())),
-        (metrics, json.dumps(summary, indent=2).encode()),
-    ]
+    files: list[tuple[str | Path, bytes]] = [(out, encode_model(labeler.model_file()))]
+    if metrics:
+        files.append((metrics, json.dumps(summary, indent=2).encode()))
     if report:
         page = render(labeler.history_, in_process(labeler.provenance_, len(labeler.history_)))
         files.append((report, page.encode()))
     write_together(files)
-    also = f" and report {report}" if report else ""
-    say(f"wrote model {out}, summary {metrics}{also}")
+    also = [f"summary {metrics}"] * bool(metrics) + [f"report {report}"] * bool(report)
+    say(f"wrote model {out}" + (f" with {' and '.join(also)}" if also else ""))
 
 
 def add_training_options(p: argparse.ArgumentParser) -> None:
@@ -141,9 +140,7 @@ def add_training_options(p: argparse.ArgumentParser) -> None:
     add_granularity(p)
     schema.add_flags(p, FederationConfig)
     p.add_argument("--out", default="reportfed-model.safetensors", help="the model file written")
-    p.add_argument(
-        "--metrics", default="reportfed-metrics.json", help="the training summary (JSON) written"
-    )
+    p.add_argument("--metrics", default=None, help="also write the training summary (JSON) here")
     p.add_argument(
         "--report",
         default=None,

@@ -7,12 +7,25 @@ from pathlib import Path
 
 import platformdirs
 
+from reportfed.core.errors import OutputFileError
+
 
 def cache_dir() -> Path:
     """User cache directory (``$REPORTFED_CACHE_DIR`` or the platform's user cache)."""
     root = os.environ.get("REPORTFED_CACHE_DIR") or platformdirs.user_cache_dir("reportfed")
     path = Path(root)
-    path.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputFileError(
+            f"cannot make reportfed's cache folder {path} ({exc.strerror}): set "
+            "REPORTFED_CACHE_DIR to a folder this user can write"
+        ) from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise OutputFileError(
+            f"reportfed's cache folder {path} is not writable by this user: set "
+            "REPORTFED_CACHE_DIR to a folder this user can write"
+        )
     return path
 
 

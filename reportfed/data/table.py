@@ -487,7 +487,25 @@ def _table_path(path: str | Path) -> Path:
         raise InputFileError(f"{path}: is a directory, not a reports table")
     if not path.is_file():
         raise InputFileError(f"{path}: no such file")
+    if path.suffix.lower() in SPREADSHEETS or _starts_like_a_spreadsheet(path):
+        raise InputFileError(
+            f"{path}: is a spreadsheet; reportfed reads CSV or Parquet: save its sheet as CSV "
+            "(Excel: File > Save As > CSV UTF-8; LibreOffice: File > Save As > Text CSV) and "
+            "give that file"
+        )
     return path
+
+
+#: spreadsheet files, refused with how to export them (outputs may be written as .xlsx)
+SPREADSHEETS = frozenset({".xlsx", ".xlsm", ".xls", ".ods"})
+
+
+def _starts_like_a_spreadsheet(path: Path) -> bool:
+    """A file whose first bytes are an Office file's (zip: xlsx/ods; OLE2: xls), whatever its
+    name: never a CSV, which would otherwise fail as text that is not UTF-8."""
+    with path.open("rb") as f:
+        head = f.read(8)
+    return head.startswith((b"PK\x03\x04", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"))
 
 
 def _text_column(path: Path, columns: list[Any], text_column: str | None, first_row: int) -> Any:

@@ -14,19 +14,22 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import sys
 import tempfile
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
-from reportfed.core.errors import ConfigError, EmbeddingError
+from reportfed.core.errors import ConfigError, EmbeddingError, ReportfedWarning
 from reportfed.core.paths import cache_dir
 from reportfed.embed.base import LocalEmbedder, quiet_transformers
+
+T = TypeVar("T")
 
 #: the sentence-transformers modules an exported model reproduces, in order
 _PIPELINE = ("Transformer", "Pooling", "Normalize")
@@ -97,6 +100,33 @@ class ExportedEmbedder(LocalEmbedder):
             )
             build_atomically(fp32, lambda tmp: _export(self.path, tmp), self.engine)
         return fp32
+
+    def loaded(self, load: Callable[[], T]) -> T:
+        """``load()`` of the files built in :meth:`_folder`; where they cannot be read (a
+        truncated or emptied export), the folder is a cache: it is built anew once, with a
+        warning naming it, and loaded again. A second failure is an :class:`EmbeddingError`."""
+        try:
+            return load()
+        except Exception as exc:
+            folder = self._folder()
+            reason = " ".join(str(exc).split())[-300:] or type(exc).__name__
+            warnings.warn(
+                f"the {self.engine} model in {folder} cannot be read ({reason}): it is a cache, "
+                "building it anew",
+                ReportfedWarning,
+                stacklevel=2,
+            )
+            shutil.rmtree(folder, ignore_errors=True)
+        try:
+            return load()
+        except EmbeddingError:
+            raise
+        except Exception as exc:
+            reason = " ".join(str(exc).split())[-300:] or type(exc).__name__
+            raise EmbeddingError(
+                f"the {self.engine} model in {self._folder()} cannot be read even when built "
+                f"anew: {reason}"
+            ) from None
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         out = np.empty((len(texts), self.dim), dtype=np.float32)

@@ -50,8 +50,10 @@ class OnnxEmbedder(ExportedEmbedder):
             raise EmbeddingError(
                 "the onnx backend needs onnxruntime: pip install 'reportfed[onnx]'"
             ) from None
-        return onnxruntime.InferenceSession(
-            str(self._model_file()), providers=["CPUExecutionProvider"]
+        return self.loaded(
+            lambda: onnxruntime.InferenceSession(
+                str(self._model_file()), providers=["CPUExecutionProvider"]
+            )
         )
 
     def _model_file(self) -> Path:

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from reportfed.core.errors import ConfigError, EmbeddingError
+from reportfed.core.telemetry import import_openvino
 from reportfed.embed.exported import ExportedEmbedder
 from reportfed.embed.precision import Precision, native_bf16, precision_for
 
@@ -49,28 +50,28 @@ class OpenVinoEmbedder(ExportedEmbedder):
     @cached_property
     def _compiled(self) -> Any:
         try:
-            import openvino
+            openvino = import_openvino()
         except ImportError:
             raise EmbeddingError(
                 "the openvino backend needs openvino, which reportfed installs: pip install openvino"
             ) from None
         core = openvino.Core()
-        exported = self.exported()
-        # compiled for this CPU once, then loaded from OpenVINO's own cache beside the export in
-        # a fifth of the time (0.2 s against 0.7 s of every start)
-        settings = {
-            "INFERENCE_PRECISION_HINT": _HINTS[self.precision],
-            "CACHE_DIR": str(exported.parent / "openvino"),
-            # batches run side by side, a core or two each (:meth:`embed`), instead of one batch
-            # at a time over every core, whose short sentences leave the cores waiting on each
-            # other: the throughput hint, measured in benchmarks/embedding_backends.py
-            "PERFORMANCE_HINT": "THROUGHPUT",
-        }
-        try:
+
+        def compile_exported() -> Any:
+            exported = self.exported()
+            # compiled for this CPU once, then loaded from OpenVINO's own cache beside the export
+            # in a fifth of the time (0.2 s against 0.7 s of every start)
+            settings = {
+                "INFERENCE_PRECISION_HINT": _HINTS[self.precision],
+                "CACHE_DIR": str(exported.parent / "openvino"),
+                # batches run side by side, a core or two each (:meth:`embed`), instead of one
+                # batch at a time over every core, whose short sentences leave the cores waiting
+                # on each other: the throughput hint, measured in benchmarks/embedding_backends.py
+                "PERFORMANCE_HINT": "THROUGHPUT",
+            }
             return core.compile_model(str(exported), "CPU", settings)
-        except RuntimeError as exc:
-            first = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
-            raise EmbeddingError(f"OpenVINO cannot run {self.model_name}: {first}") from None
+
+        return self.loaded(compile_exported)
 
     @cached_property
     def _requests(self) -> list[Any]:

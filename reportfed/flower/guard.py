@@ -24,6 +24,8 @@ from __future__ import annotations
 import argparse
 import io
 import logging
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -34,6 +36,8 @@ if sys.version_info >= (3, 11):
     import tomllib
 else:  # Flower depends on tomli where the standard library has no tomllib
     import tomli as tomllib
+
+from reportfed.flower.warm import remove_places
 
 #: the files of reportfed's app bundle (``flower/app/``, as ``flwr run`` builds it)
 BUNDLE_FILES = frozenset({"pyproject.toml", ".info/CONTENT"})
@@ -185,6 +189,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     said.setFormatter(logging.Formatter("reportfed node: %(message)s"))
     log.addHandler(said)
     log.setLevel(logging.INFO)
+
+    def end(signum: int, _frame: object) -> None:  # first what this node leaves in /tmp
+        remove_places(os.getpgrp())
+        raise SystemExit(128 + signum)
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, end)
     supernode = subprocess.Popen(command)
     try:
         return serve(args.runtime_api_address, supernode)
@@ -192,6 +203,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if supernode.poll() is None:
             supernode.terminate()
             supernode.wait()
+        remove_places(os.getpgrp())
 
 
 if __name__ == "__main__":

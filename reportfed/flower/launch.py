@@ -166,10 +166,12 @@ def supernode_command(
     root_certificates: Path | None = None,
     key: Path | None = None,
     insecure: bool = False,
+    max_wait: float | None = None,
 ) -> list[str]:
     """One hospital's node: ``flower-supernode`` (``node_config`` holds ``data`` etc.; with TLS
     it authenticates with its private ``key``, registered at the server) under reportfed's guard,
-    which answers its messages with reportfed's ClientApp alone (:mod:`reportfed.flower.guard`)."""
+    which answers its messages with reportfed's ClientApp alone (:mod:`reportfed.flower.guard`);
+    with ``max_wait`` it stops once it has failed to reach the server for that many seconds."""
     guard = [sys.executable, "-m", "reportfed.flower.guard"]
     guard += ["--runtime-api-address", f"127.0.0.1:{port}", "--"]
     cmd = [*guard, "flower-supernode", "--superlink", superlink, "--port", str(port)]
@@ -180,6 +182,8 @@ def supernode_command(
     else:
         cmd += ["--root-certificates", str(ca)]
         cmd += ["--auth-supernode-private-key", str(_tls(insecure, key))]
+    if max_wait is not None:  # Flower's own bound on a connection that keeps failing
+        cmd += ["--max-wait-time", f"{max_wait:g}"]
     return [*cmd, "--node-config", _toml_pairs(node_config)]
 
 
@@ -381,6 +385,7 @@ def registered_names(env: Mapping[str, str]) -> dict[str, int]:
             client.close()
     except Exception as exc:  # Flower raises click, gRPC and HTTP errors alike
         reason = " ".join(str(exc).split())
+        reason = connection_cause(reason) or reason
         if "403" in reason:
             raise ReportfedError(
                 "the server takes no operator commands at this address (only hospitals' nodes "
@@ -422,6 +427,55 @@ def register_node(public_key: Path, name: str, env: Mapping[str, str]) -> int:
     return int(answer["node-id"])
 
 
+#: what TLS and TCP failures say, and what they mean to the person who typed the command
+_CAUSES = (
+    ("certificate has expired", "the server's certificate has expired: it needs a new one"),
+    (
+        "certificate is not yet valid",
+        "the server's certificate is not valid yet: check both machines' clocks",
+    ),
+    (
+        "certificate signature failure",
+        "the server's certificate was not signed by the CA of --root-certificates: use the "
+        "ca.crt its operator gave",
+    ),
+    (
+        "unable to get local issuer certificate",
+        "the server's certificate was not signed by the CA of --root-certificates: use the "
+        "ca.crt its operator gave",
+    ),
+    (
+        "hostname mismatch",
+        "the server's certificate does not name this address: connect by a name it was made "
+        "for (federation certs --host)",
+    ),
+    (
+        "IP address mismatch",
+        "the server's certificate does not name this address: connect by a name it was made "
+        "for (federation certs --host)",
+    ),
+    (
+        "wrong version number",
+        "the server does not speak TLS: it was started with --insecure",
+    ),
+    (
+        "Server disconnected without sending a response",
+        "the server speaks TLS and this side did not (--insecure): give --root-certificates",
+    ),
+    ("Connection refused", "nothing accepts connections there"),
+    ("All connection attempts failed", "nothing accepts connections there"),
+)
+
+
+def connection_cause(text: str) -> str | None:
+    """The plain cause of a failed connection from what Flower or the TLS library said
+    (``None`` where it says none of the known ones)."""
+    for said, cause in _CAUSES:
+        if said.lower() in text.lower():
+            return cause
+    return None
+
+
 #: Linux's prctl option that signals a process when the one that started it dies
 PR_SET_PDEATHSIG = 1
 
@@ -430,6 +484,24 @@ def _stop_with_parent() -> None:
     """In a child before it runs its program, on Linux: SIGTERM it when the process that
     started it dies, also by SIGKILL (the OOM killer's), which no handler of that process sees."""
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def end_group(group: int, grace: float = 5.0) -> None:
+    """Stop process group ``group``: SIGTERM, so that each process cleans up after itself, then
+    SIGKILL for whatever is left after ``grace`` seconds."""
+    try:
+        os.killpg(group, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(group, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(group, signal.SIGKILL)
 
 
 def supervise(cmd: Sequence[str], env: Mapping[str, str], *, keep: int = 40) -> tuple[int, str]:
@@ -470,8 +542,7 @@ def supervise(cmd: Sequence[str], env: Mapping[str, str], *, keep: int = 40) -> 
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)  # what is left of the group: Flower's children
+        end_group(proc.pid)  # what is left of the group: Flower's children
         proc.wait()
         relaying.join(timeout=10)
     return status, "".join(tail)
@@ -507,6 +578,9 @@ def start_beside(cmd: Sequence[str], env: Mapping[str, str]) -> Iterator[subproc
 #: what a SuperNode prints when the SuperLink refuses to activate it: a key it never registered
 #: (Flower's FLEET_NODE_ACTIVATION_FAILED; a network failure reads otherwise)
 KEY_REFUSED = "Failed to activate SuperNode"
+#: what a SuperNode prints, the cause on the next line, when it gives up reaching the SuperLink
+#: (``--max-wait-time``; Flower's exit code 305)
+CONNECTION_FAILED = "Failed to initialize the connection to the SuperLink."
 
 
 def check_port_free(host: str, port: int, hint: str) -> None:

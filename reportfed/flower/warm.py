@@ -46,16 +46,31 @@ IDLE_S = 3600.0
 READY_S = 120.0
 
 
+def _root() -> Path:
+    """This user's folder of warm processes' sockets and keys (mode 700)."""
+    return Path(tempfile.gettempdir()) / f"reportfed-{os.getuid()}"
+
+
 def _place(node_config: dict[str, object]) -> Path:
     """Where the warm process of this node config in this process group keeps its socket and
     key (``.sock``, ``.key``, ``.lock`` beside this stem): a new SuperNode gets a new process."""
-    root = Path(tempfile.gettempdir()) / f"reportfed-{os.getuid()}"
+    root = _root()
     root.mkdir(mode=0o700, exist_ok=True)
     info = root.stat()
     if info.st_uid != os.getuid() or info.st_mode & 0o077:
         raise ReportfedError(f"{root}: must be a directory only this user can open (mode 700)")
     config = json.dumps(sorted(node_config.items()), default=str).encode()
     return root / f"node-{os.getpgrp()}-{hashlib.sha256(config).hexdigest()[:16]}"
+
+
+def remove_places(group: int) -> None:
+    """Remove the sockets, keys and locks of process group ``group``'s warm processes, and the
+    user's folder of them once it is empty: what a node leaves when it stops."""
+    root = _root()
+    for path in root.glob(f"node-{group}-*"):
+        path.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):
+        root.rmdir()  # only when no other node of this user has files there
 
 
 @contextlib.contextmanager
