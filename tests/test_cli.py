@@ -178,9 +178,9 @@ def test_reports_that_share_an_id_are_warned_about_and_told_apart(
     # an input without ids: each row of a --no-text output names its row in the input file
     # (the empty report of row 3 is skipped)
     pd.DataFrame({"Reports": [texts[0], "", *texts[1:]]}).to_csv(reports, index=False)
-    argv = ["label", "--reports", str(reports), "--out", str(tmp_path / "r.csv"), "--no-text"]
+    argv = ["label", "--reports", str(reports), "--out", str(tmp_path / "rows.csv"), "--no-text"]
     assert main(argv) == 0
-    assert pd.read_csv(tmp_path / "r.csv")["file_row"].tolist() == [2, 4, 5]
+    assert pd.read_csv(tmp_path / "rows.csv")["file_row"].tolist() == [2, 4, 5]
 
 
 def test_tiny_sites_are_warned_about_with_their_counts(tmp_path, capsys, env) -> None:

@@ -335,6 +335,15 @@ def test_a_node_that_cannot_reach_its_server_stops_in_bounded_time_naming_the_ca
                 f"for 5 s (--connect-timeout): {cause}"
             ), case
             assert seconds < 120, case
+        # the operator's commands with the wrong CA: one line, the address and the cause
+        run = ["reportfed", "federation", "run", "--superlink", cluster.address,
+               "--root-certificates", str(other.ca), "--out", str(tmp_path / "run")]  # fmt: skip
+        done = subprocess.run(run, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 2 and done.stderr.strip().splitlines()[-1] == (
+            f"reportfed: error: cannot reach the operator API of the server at {cluster.address}"
+            ": the server's certificate was not signed by the CA of --root-certificates: use the "
+            "ca.crt its operator gave"
+        )
     time.sleep(1)  # the certificate made with days=0 has expired by now
     (tmp_path / "x").mkdir()
     with LoopbackFederation(tmp_path / "x", certificates=expired) as cluster:

@@ -113,10 +113,11 @@ def _table(chunk: ReportTable, names: list[str], values: np.ndarray, text: bool)
     """One chunk's rows of an output table: its ids (where the input has them; else, without the
     text, each report's ``file_row`` in the input file, the header being row 1, so that every
     output row can be traced back), the reports (with ``text``) and one column per label."""
+    ids: dict[str, list[str] | list[int]] = {}
     if chunk.id_column:
-        ids = {chunk.id_column: chunk.ids}
-    else:
-        ids = {} if text else {"file_row": [int(i) for i in chunk.ids]}
+        ids[chunk.id_column] = chunk.ids
+    elif not text:
+        ids["file_row"] = [int(i) for i in chunk.ids]
     reports = {"Reports": chunk.texts} if text else {}
     return pd.DataFrame({**ids, **reports, **dict(zip(names, values.T, strict=True))})
 

@@ -28,6 +28,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import zipfile
 from collections.abc import Sequence
@@ -37,7 +38,7 @@ if sys.version_info >= (3, 11):
 else:  # Flower depends on tomli where the standard library has no tomllib
     import tomli as tomllib
 
-from reportfed.flower.warm import remove_places
+from reportfed.flower.warm import prestart, remove_places
 
 #: the files of reportfed's app bundle (``flower/app/``, as ``flwr run`` builds it)
 BUNDLE_FILES = frozenset({"pyproject.toml", ".info/CONTENT"})
@@ -123,9 +124,8 @@ def answer_task(address: str, token: str) -> None:
                 reply = app(message=message, context=context)
                 status, details = SubStatus.COMPLETED, ""
                 log.info(
-                    "run %s, round %s: answered its %s message in %.1f s",
+                    "run %s: answered its %s message in %.1f s",
                     run.run_id,
-                    message.metadata.group_id or "-",
                     message.metadata.message_type,
                     time.monotonic() - started,
                 )
@@ -179,6 +179,23 @@ def serve(address: str, supernode: subprocess.Popen[bytes]) -> int:
     return int(supernode.wait())
 
 
+def _node_config(command: Sequence[str]) -> dict[str, object] | None:
+    """The node config the SuperNode gives its ClientApp, parsed from its ``--node-config`` as
+    Flower parses it (``None`` where the command has none)."""
+    from flwr.common.config import parse_config_args
+
+    if "--node-config" not in command:
+        return None
+    return dict(parse_config_args([command[list(command).index("--node-config") + 1]]))
+
+
+def _prestart(node_config: dict[str, object]) -> None:
+    try:
+        prestart(node_config)
+    except Exception as exc:  # the run's first message tries again and says why
+        log.warning("could not warm the node up before a run: %s", " ".join(str(exc).split()))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m reportfed.flower.guard")
     parser.add_argument("--runtime-api-address", required=True)
@@ -197,6 +214,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, end)
     supernode = subprocess.Popen(command)
+    node_config = _node_config(command)
+    if node_config is not None:  # warm the node up while it waits for a run
+        threading.Thread(target=_prestart, args=(node_config,), daemon=True).start()
     try:
         return serve(args.runtime_api_address, supernode)
     finally:

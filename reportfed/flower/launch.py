@@ -375,9 +375,11 @@ def registered_names(env: Mapping[str, str]) -> dict[str, int]:
 
     previous = os.environ.get("FLWR_HOME")
     os.environ["FLWR_HOME"] = env["FLWR_HOME"]
+    address = "the server"
     try:
         with contextlib.redirect_stdout(io.StringIO()):  # "Using SuperLink: ..."
             connection = read_superlink_connection(SUPERLINK_NAME)
+        address = f"the server at {connection.address}"
         client = init_http_client_from_connection(connection)
         try:
             nodes = client.ListNodes(ListNodesRequest()).nodes_info
@@ -388,11 +390,11 @@ def registered_names(env: Mapping[str, str]) -> dict[str, int]:
         reason = connection_cause(reason) or reason
         if "403" in reason:
             raise ReportfedError(
-                "the server takes no operator commands at this address (only hospitals' nodes "
-                f"connect there): run them on the server against 127.0.0.1:{OPERATOR_PORT} (its "
-                "--operator-port), or through an SSH tunnel to that port"
+                f"{address} takes no operator commands (only hospitals' nodes connect there): run "
+                f"them on the server against 127.0.0.1:{OPERATOR_PORT} (its --operator-port), or "
+                "through an SSH tunnel to that port"
             ) from None
-        raise ReportfedError(f"cannot reach the server's operator API: {reason}") from None
+        raise ReportfedError(f"cannot reach the operator API of {address}: {reason}") from None
     finally:
         if previous is None:
             os.environ.pop("FLWR_HOME", None)
