@@ -353,6 +353,23 @@ def contention() -> str:
     return "\n".join(lines)
 
 
+def mimic_style() -> str:
+    """The default model on the MIMIC-style suite: cells right, F1 by state, per family."""
+    found = _load("mimic_style")
+    f1 = found["f1"]
+    lines = [
+        f"Measured on {_machine(found)} (`python benchmarks/mimic_style.py`): "
+        f"{found['accuracy']:.2%} of {found['cells']:,} cells right ({found['wrong']} wrong) on "
+        f"{found['reports']} reports; F1 of state 1 {f1['1']:.3f}, 0 {f1['0']:.3f}, -1 "
+        f"{f1['-1']:.3f}, blank {f1['blank']:.3f}.",
+        "",
+        "| family | cells right |",
+        "| --- | ---: |",
+    ]
+    lines += [f"| {k} | {v:.3f} |" for k, v in found["families"].items()]
+    return "\n".join(lines)
+
+
 def assertion_context() -> str:
     """Share of right states on the suites and IU F1 of state 1, per way of reading assertions."""
     found = _load("assertion_context")
@@ -606,6 +623,7 @@ RENDERERS: dict[str, Callable[[], str]] = {
     "rare_labels": rare_labels,
     "styles": styles,
     "assertion_context": assertion_context,
+    "mimic_style": mimic_style,
     "cold_label": functools.partial(cold_label, "cold_label"),
     "cold_label_avx2": functools.partial(cold_label, "cold_label_avx2"),
     "granularity": granularity,

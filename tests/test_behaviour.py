@@ -99,7 +99,7 @@ def test_layout_suite_floors(default_labeler: ReportLabeler) -> None:
         (
             "REASON FOR EXAMINATION: Assess for effusion.\n\nNo evidence of pleural effusion. "
             "Heart size top normal.",
-            {"Pleural Effusion": 0.0, "Cardiomegaly": -1.0},
+            {"Pleural Effusion": 0.0, "Cardiomegaly": 0.0},
         ),
         ("INDICATION: Assess for effusion.", {"Pleural Effusion": np.nan}),
     ],

@@ -59,7 +59,7 @@ FINDINGS: dict[str, tuple[str, ...]] = {
     "Lung Lesion": (
         rf"nodul(?:e{_PL}|ar (?:opacit(?:y|ies)|densit(?:y|ies)|lesion{_PL}))",
         rf"(?:lung|pulmonary|lobe|hilar|parenchymal|cavitary|spiculated|soft tissue) mass{_PL}",
-        rf"\bmass{_PL}\b",
+        rf"(?<!mediastinal )(?<!thyroid )(?<!neck )(?<!breast )(?<!axillary )\bmass{_PL}\b",
         r"\blumps?\b",
         rf"(?:lung|pulmonary|cavitary|parenchymal|lytic|focal|coin) lesion{_PL}",
         r"mass[- ]?like",
@@ -105,7 +105,7 @@ FINDINGS: dict[str, tuple[str, ...]] = {
     ),
     "Atelectasis": (
         r"atelecta(?:sis|ses|tic)",
-        r"(?:lobar|lobe|lung|segmental) collapse",
+        r"(?:lobar|lobe|lung|segmental|postobstructive|post-obstructive) collapse",
         r"collapse of the (?:\w+ )?(?:lobe|lung)",
         r"volume loss",
     ),
@@ -145,7 +145,7 @@ FINDINGS: dict[str, tuple[str, ...]] = {
         r"tracheostomy",
         r"pacemaker|pacer|\bicd\b|defibrillator|(?:pacer|pacing|pacemaker|icd|cardiac) leads?",
         r"\bleads?\b",
-        r"sternotomy wires",
+        r"(?:sternotomy|sternal) wires?",
         r"\bport(?:-a-cath)?\b",
         r"\bstents?\b",
         r"(?:prosthetic|replacement) valve|valve replacement",
@@ -196,7 +196,9 @@ _NORMAL = (
 _ABNORMAL = (
     r"enlarged|enlargement|widened|widening|increased|large|prominen(?:t|ce)|blunt(?:ed|ing)"
 )
-_BORDERLINE = r"borderline|upper limits? of normal|top(?:-| )normal|at the upper limit"
+#: a size at the edge of normal is normal ("top normal", "at the upper limits of normal",
+#: "borderline normal": _NORMAL); "borderline" without "normal" is borderline enlarged: uncertain
+_BORDERLINE = r"borderline(?![\s-]+normal)"
 
 # -- cues ------------------------------------------------------------------------------------------
 #: a resolution only in part leaves the finding there ("nearly resolved pneumothorax", "partial
@@ -231,7 +233,8 @@ _UNCERTAIN_BEFORE = (
     r"differential|rule out|\br/o\b|eval(?:uate|uation)? (?:for|of)|assess(?:ment)? for|borderline|equivocal|"
     r"indeterminate|\?|may not be excluded|raises the possibility|"
     r"difficult to exclude|"
-    r"not (?:be )?(?:entirely )?excluded"
+    r"not (?:be )?(?:entirely )?excluded|"
+    r"^\s*any\b"  # "any residual pneumothorax is tiny": whether there is one is the doubt
 )
 _UNCERTAIN_AFTER = (
     r"cannot be (?:entirely |completely |totally )?(?:excluded|ruled out)|can ?not be excluded|"
@@ -239,7 +242,7 @@ _UNCERTAIN_AFTER = (
     r"(?:is|are) (?:also )?(?:possible|likely|questioned|not excluded|a consideration|"
     r"considered)|\?|(?:is|would be|are) difficult to exclude|"
     r"could not be excluded|"
-    r"may be present|possibl[ey]|"
+    r"may be present|possibl[ey]|,?\s*if (?:any|present)\s*(?=[,.;:)]|$)|(?:could|may|might) be (?:missed|obscured)|"
     r"(?:may|might|could) (?:\w+ )?(?:represent|be|reflect) (?:\w+ ){0,2}?(?:an? )?"
     r"(?:artifact(?:ual)?|(?:overlying )?nipple shadows?|skin folds?)"
 )
@@ -276,8 +279,8 @@ def _compile(patterns: Iterable[str]) -> re.Pattern[str]:
 _SUSPECTED = re.compile(r"(?:(?:is|are)\s+)?(not\s+)?suspected\b", re.IGNORECASE)
 #: a cause offered with a hedge: what follows it is uncertain ("may be due to fluid overload")
 _HEDGED_CAUSE = re.compile(
-    r"(?:(?:may|might|could) (?:\w+ )?be|possibly|probably|likely|perhaps) "
-    r"(?:due|secondary|related) to\s+(?:\w+\s+){0,3}$",
+    r"(?:(?:may|might|could) (?:\w+ )?be|possibly|probably|likely|presumably|perhaps) "
+    r"(?:(?:due|secondary|related) to|represent(?:s|ing)?|reflect(?:s|ing)?)\s+(?:\w+\s+){0,3}$",
     re.IGNORECASE,
 )
 #: between two mentions: they are offered as alternatives ("atelectasis or pneumonia")
@@ -290,6 +293,27 @@ _VERSUS = re.compile(r"\b(?:versus|vs\b\.?)", re.IGNORECASE)
 #: consolidation, aspiration"); an "and" ends it ("..., and a small effusion")
 _DIFFERENTIAL_GOES_ON = re.compile(r"^\s*,\s*(?:or\s+)?$", re.IGNORECASE)
 _FINDING_RE = {label: _compile(p) for label, p in FINDINGS.items()}
+#: a hedge right before these governs what they name, not the finding before it ("opacity,
+#: possibly representing pneumonia": the opacity is seen, pneumonia is the doubt)
+_CAUSE_NEXT = re.compile(
+    r"\s*(?:represent|reflect|due to|secondary to|related to|(?:\w+\s+){0,2}?(?:"
+    + "|".join(p for phrases in FINDINGS.values() for p in phrases)
+    + "))",
+    re.IGNORECASE,
+)
+#: a finding named inside a caveat about the study is not a mention ("sensitivity for
+#: pneumothorax is reduced on a portable film")
+_CAVEAT = re.compile(
+    r"\b(?:sensitivity|evaluation|assessment|detection|exclusion) (?:for|of)\s+(?:\w+\s+)?$",
+    re.IGNORECASE,
+)
+#: a fracture of hardware is the device's, not a bone's ("fractured sternal wire")
+_HARDWARE = r"(?:wires?|leads?|screws?|plates?|rods?|hardware|catheters?|tubes?|stents?|pins?)"
+_HARDWARE_FRACTURE = re.compile(
+    rf"fractur\w*\s+(?:\w+\s+){{0,3}}?{_HARDWARE}\b|\b{_HARDWARE}\s+(?:is|are|was|were|appears?|"
+    rf"remains?)?\s*(?:\w+\s+)?fractur",
+    re.IGNORECASE,
+)
 _ANATOMY_RE = {label: _compile(p) for label, p in ANATOMY.items() if p}
 _GONE_RE = {label: _compile(p) for label, p in GONE.items()}
 #: a field of a structured report: "Pneumothorax: none.", "Lines and tubes: ..." (the name, the
@@ -362,7 +386,7 @@ def _assert(sentence: str, start: int, end: int) -> tuple[Assertion, str]:
         if negation := _negation_cue(before):
             return "negated", negation
         return "uncertain", suspected.group().strip()
-    if cue := _UNC_AFTER.search(after):
+    if (cue := _UNC_AFTER.search(after)) and not _CAUSE_NEXT.match(sentence, end + cue.end()):
         return "uncertain", cue.group().strip()
     if negation := _negation_cue(before):
         return "negated", negation
@@ -446,8 +470,14 @@ def _sentence_mentions(sentence: str, labels: tuple[str, ...]) -> tuple[Mention,
     hospitals' reports repeat their sentences ("No pneumothorax."), and a sentence reads the same
     in any report."""
     found: list[Mention] = []
+    hardware = [m.span() for m in _HARDWARE_FRACTURE.finditer(sentence)]
     for label in labels:
-        spans = [m.span() for m in _FINDING_RE[label].finditer(sentence)]
+        spans = [
+            m.span()
+            for m in _FINDING_RE[label].finditer(sentence)
+            if not _CAVEAT.search(sentence, 0, m.start())
+            and not (label == "Fracture" and any(a <= m.start() < b for a, b in hardware))
+        ]
         for span in spans:
             state, cue = _assert(sentence, *span)
             found.append(Mention(label, 0, span, state, text=sentence, cue=cue))

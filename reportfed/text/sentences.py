@@ -86,6 +86,15 @@ _WORDS = re.compile(r"\S+")
 _ADDENDUM = re.compile(r"\s*addend(?:um|a)\b", re.IGNORECASE)
 
 
+#: a clock time closing a line (a wet read's stamp, "WET READ: ___ ___ 2:14 AM"): the next
+#: line starts a sentence of its own
+_STAMP = re.compile(r"(\b\d{1,2}:\d{2}\s*[AP]M)[ \t]*\n")
+#: MIMIC's indication line, often without a header: the history, "//", the question asked
+#: ("___M s/p fall, rib fx on CT // eval PTX"); the paragraph holding it is context
+_HISTORY_QUESTION = re.compile(r"\s//|//\s")
+_UNLABELLED_INDICATION = "indication"
+
+
 def _is_context(section: str) -> bool:
     """Whether ``section`` (a header) gives the study's context, not what it shows."""
     return bool(_CONTEXT_SECTIONS.match(section.strip()))
@@ -104,6 +113,9 @@ def _segments(text: str) -> list[tuple[str, str]]:
         block = "\n".join(line for line in block.split("\n") if not _TITLE.match(line))
         if _is_context(section):
             section = ""
+        if _HISTORY_QUESTION.search(block) and not _HEADER.search(block):
+            parts.append((_UNLABELLED_INDICATION, block))  # MIMIC's "history // question"
+            continue
         # an anatomic sub-header is a boundary of no width (its words stay), also where it is
         # written in capitals like a header ("HEART: normal size")
         subheaders = {m.start() for m in _ANATOMY.finditer(block)}
@@ -153,7 +165,8 @@ def split_sections(text: str) -> list[tuple[str, str]]:
     whitespace-normalised, without headers or list numbers. A text with no sentence punctuation
     is one sentence; units without a letter or digit (``". ."``, ``"___"``) are dropped."""
     out: list[tuple[str, str]] = []
-    for section, segment in _segments(as_read(text).replace("\r", "\n")):
+    text = _STAMP.sub(r"\1.\n", as_read(text).replace("\r", "\n"))
+    for section, segment in _segments(text):
         start = 0
         pieces = []
         for end in _END.finditer(segment):
