@@ -65,24 +65,28 @@ _ENGLISH = re.compile(
 #: of IU's 3,927 reports nor of the behaviour and layout suites' 745, and each of nine short
 #: reports in those languages ("Kein Pneumothorax.", "Pas de pneumothorax.", "Sin derrame
 #: pleural."), where a mention alone read "pneumothorax" as affirmed.
-_ENGLISH_WORDS = re.compile(
-    r"\b(the|is|are|was|were|of|and|with|without|there|not|in|on|at|to|a|an|has|have|seen|"
-    r"noted|clear|size|heart|lungs?)\b",
-    re.IGNORECASE,
-)
-_OTHER_WORDS = re.compile(
-    r"\b(kein|keine|keiner|nicht|und|mit|ohne|der|die|das|ist|sind|im|zeigt|pas|de|du|des|le|la|"
-    r"les|et|avec|sans|est|une?|sin|con|el|los|las|y|hay|se|non|di|il|della|senza|nessun|não|sem|"
-    r"com|nenhum|geen|het|een|ingen|ikke|och|og|med|uden|utan)\b|\w*[à-öø-ÿ]\w*",
-    re.IGNORECASE,
-)
+_ENGLISH_WORDS = frozenset({
+    "the", "is", "are", "was", "were", "of", "and", "with", "without", "there", "not", "in", "on",
+    "at", "to", "a", "an", "has", "have", "seen", "noted", "clear", "size", "heart", "lung", "lungs",
+})  # fmt: skip
+_OTHER_WORDS = frozenset({
+    "kein", "keine", "keiner", "nicht", "und", "mit", "ohne", "der", "die", "das", "ist", "sind",
+    "im", "zeigt", "pas", "de", "du", "des", "le", "la", "les", "et", "avec", "sans", "est", "un",
+    "une", "sin", "con", "el", "los", "las", "y", "hay", "se", "non", "di", "il", "della", "senza",
+    "nessun", "não", "sem", "com", "nenhum", "geen", "het", "een", "ingen", "ikke", "och", "og",
+    "med", "uden", "utan",
+})  # fmt: skip
+#: a word: letters only, of any script
+_WORD = re.compile(r"[^\W\d_]+")
 
 
 def other_language(text: str) -> bool:
     """Whether ``text`` (its findings sentences, or all of it where it has none) is written in
-    another language than English, by the words of :data:`_OTHER_WORDS` against English's."""
-    words = " ".join(findings_sentences(text)) or text
-    return len(_OTHER_WORDS.findall(words)) > len(_ENGLISH_WORDS.findall(words))
+    another language than English: more of its words are :data:`_OTHER_WORDS` or spelt with
+    letters beyond ASCII than are :data:`_ENGLISH_WORDS`."""
+    words = _WORD.findall((" ".join(findings_sentences(text)) or text).lower())
+    other = sum(w in _OTHER_WORDS or not w.isascii() for w in words)
+    return other > sum(w in _ENGLISH_WORDS for w in words)
 
 
 def readable(text: str, mentions: dict[str, Mention | None]) -> bool:
