@@ -79,6 +79,13 @@ def test_a_run_whose_bundle_carries_code_is_refused_at_every_node(
     the nodes go on to serve reportfed's own run."""
     marker = tmp_path / "ran"
     hostile = _hostile_app(tmp_path / "hostile", marker)
+    # what a node killed with SIGKILL leaves: the files of a process group that has ended
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    _warm_files().mkdir(mode=0o700, exist_ok=True)
+    stale = [_warm_files() / f"node-{gone.pid}-0123456789abcdef{s}" for s in (".key", ".lock")]
+    for path in stale:
+        path.write_bytes(b"")
     with LoopbackFederation(tmp_path) as cluster:
         for name in ("a", "b"):
             cluster.add_node(name, tables[name], **{"cache-dir": str(embeddings_cache)})
@@ -88,6 +95,7 @@ def test_a_run_whose_bundle_carries_code_is_refused_at_every_node(
             capture_output=True, text=True, timeout=600,
         )  # fmt: skip
         assert not marker.exists(), "a node imported the bundle's code"
+        assert not any(p.exists() for p in stale), "a starting node sweeps what dead nodes left"
         for name in ("a", "b"):
             assert cluster.log(f"node-{name}"), done.stdout[-3000:] + done.stderr[-3000:]
             assert "reportfed's node refused run" in cluster.log(f"node-{name}")

@@ -213,6 +213,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, end)
+    remove_places()  # what nodes killed before they could clean up left
     supernode = subprocess.Popen(command)
     node_config = _node_config(command)
     if node_config is not None:  # warm the node up while it waits for a run

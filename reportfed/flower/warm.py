@@ -63,12 +63,15 @@ def _place(node_config: dict[str, object]) -> Path:
     return root / f"node-{os.getpgrp()}-{hashlib.sha256(config).hexdigest()[:16]}"
 
 
-def remove_places(group: int) -> None:
-    """Remove the sockets, keys and locks of process group ``group``'s warm processes, and the
-    user's folder of them once it is empty: what a node leaves when it stops."""
+def remove_places(group: int | None = None) -> None:
+    """Remove the sockets, keys and locks of process group ``group``'s warm processes (with
+    ``None``: of every group that no longer runs, which a killed node leaves), and the user's
+    folder of them once it is empty: what a node leaves when it stops."""
     root = _root()
-    for path in root.glob(f"node-{group}-*"):
-        path.unlink(missing_ok=True)
+    for path in root.glob("node-*-*"):
+        owner = int(path.name.split("-")[1]) if path.name.split("-")[1].isdigit() else None
+        if owner == group or (group is None and owner is not None and not _leader_alive(owner)):
+            path.unlink(missing_ok=True)
     with contextlib.suppress(OSError):
         root.rmdir()  # only when no other node of this user has files there
 
@@ -180,7 +183,8 @@ def serve(place: Path) -> None:
     def watch() -> None:
         while _leader_alive(group) and time.monotonic() - last[0] < IDLE_S:
             time.sleep(2.0)
-        sock.unlink(missing_ok=True)
+        for suffix in (".sock", ".key", ".lock"):  # nothing of this process stays behind
+            place.with_suffix(suffix).unlink(missing_ok=True)
         os._exit(0)
 
     threading.Thread(target=watch, daemon=True).start()
