@@ -137,6 +137,17 @@ def default_model_built(
         return default_model_file(cache_dir=embeddings_cache, say=lambda _: None)
 
 
+@pytest.fixture(scope="module")
+def default_labeler(default_model_built: Path, embeddings_cache: Path):  # type: ignore[no-untyped-def]
+    """The default model as a labeler, built by this code into a cache of its own (never the
+    user's), without progress bars: what the suites hold to their floors."""
+    from reportfed.labeler import ReportLabeler
+
+    labeler = ReportLabeler.load(default_model_built, cache_dir=embeddings_cache)
+    labeler.progress = False
+    return labeler
+
+
 @pytest.fixture
 def default_model(default_model_built: Path) -> Path:
     """The session's default model, copied into this test's user cache, where ``reportfed

@@ -48,14 +48,6 @@ FLOORS = {
 }
 
 
-@pytest.fixture(scope="module")
-def default_labeler(default_model_built: Path, embeddings_cache: Path) -> ReportLabeler:
-    """The default model, built by this code into a cache of its own (never the user's)."""
-    labeler = ReportLabeler.load(default_model_built, cache_dir=embeddings_cache)
-    labeler.progress = False
-    return labeler
-
-
 def _same(got: float, want: str) -> bool:
     return bool(np.isnan(got)) if want == "" else got == float(want)
 

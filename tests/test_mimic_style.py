@@ -4,10 +4,7 @@ against states written by hand, per family of idioms."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pandas as pd
-import pytest
 
 from benchmarks.mimic_style import SUITE, judge
 from reportfed.labeler import ReportLabeler
@@ -28,13 +25,6 @@ FLOORS = {
     "hardware is not a fracture": 1.0,
     "no finding named": 0.94,
 }
-
-
-@pytest.fixture(scope="module")
-def default_labeler(default_model_built: Path, embeddings_cache: Path) -> ReportLabeler:
-    labeler = ReportLabeler.load(default_model_built, cache_dir=embeddings_cache)
-    labeler.progress = False
-    return labeler
 
 
 def test_mimic_style_suite_floors(default_labeler: ReportLabeler) -> None:

@@ -20,7 +20,6 @@ import json
 import os
 import signal
 import subprocess
-import time
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -112,8 +111,13 @@ def start_superlink(args: argparse.Namespace) -> None:
     """The SuperLink, with every API on the server's loopback. Nodes on other hosts reach it
     through the gateway (:mod:`reportfed.flower.gateway`), which passes their API alone; with a
     loopback ``--host`` there is no gateway and the one port serves everyone on this machine."""
-    from reportfed.flower.gateway import OPERATOR_HOST, find_nginx, is_loopback
-    from reportfed.flower.launch import Certificates, check_port_free, superlink_command
+    from reportfed.flower.gateway import find_nginx, is_loopback
+    from reportfed.flower.launch import (
+        OPERATOR_HOST,
+        Certificates,
+        check_port_free,
+        superlink_command,
+    )
 
     public = not is_loopback(args.host)
     nginx = find_nginx() if public else None
@@ -163,13 +167,8 @@ def _serve_behind_gateway(
 ) -> None:
     """The SuperLink on the loopback and nginx on ``--host:--port`` until either ends."""
     from reportfed.core.paths import cache_dir
-    from reportfed.flower.gateway import (
-        OPERATOR_HOST,
-        check_gateway,
-        gateway_command,
-        gateway_config,
-    )
-    from reportfed.flower.launch import start_beside, supervise
+    from reportfed.flower.gateway import check_gateway, gateway_command, gateway_config
+    from reportfed.flower.launch import OPERATOR_HOST, start_beside, supervise, wait_for_port
 
     config = gateway_config(
         cache_dir() / "gateway" / str(args.port),
@@ -186,9 +185,13 @@ def _serve_behind_gateway(
     )
     say("$ " + " ".join(superlink))
     with start_beside(gateway_command(nginx, config), _flower_env()) as gateway:
-        _wait_for_gateway(
-            gateway, "127.0.0.1" if args.host in ("0.0.0.0", "::") else args.host, args.port
-        )
+        listening = OPERATOR_HOST if args.host in ("0.0.0.0", "::") else args.host.strip("[]")
+        try:
+            wait_for_port(args.port, gateway, timeout=10.0, host=listening)
+        except (RuntimeError, TimeoutError):
+            raise RunFailedError(
+                f"the gateway (nginx) could not serve port {args.port}: its log is above"
+            ) from None
         status, _ = supervise(superlink, _flower_env())
         stopped = gateway.poll()
     if stopped is not None:
@@ -197,23 +200,6 @@ def _serve_behind_gateway(
         )
     if status not in (0, -signal.SIGTERM, -signal.SIGINT):
         raise RunFailedError(f"the server stopped with exit status {status} (its log is above)")
-
-
-def _wait_for_gateway(gateway: subprocess.Popen[bytes], host: str, port: int) -> None:
-    """Wait until the gateway listens; refuse one that ends first (a port it cannot bind)."""
-    from reportfed.flower.launch import wait_for_server
-
-    for _ in range(100):
-        if gateway.poll() is not None:
-            raise RunFailedError(
-                f"the gateway (nginx) could not start on port {port}: its log is above"
-            )
-        try:
-            wait_for_server(f"{host}:{port}", 0.0)
-            return
-        except ReportfedError:
-            time.sleep(0.1)
-    raise RunFailedError(f"the gateway (nginx) does not accept connections on port {port}")
 
 
 def _embed_once(texts: list[str], config: dict[str, schema.Scalar]) -> None:

@@ -20,12 +20,10 @@ from pathlib import Path
 
 from reportfed.core.errors import ReportfedError
 from reportfed.core.files import atomic_write
-from reportfed.flower.launch import Certificates
+from reportfed.flower.launch import OPERATOR_HOST, Certificates
 
 #: the one path prefix the gateway forwards: Flower's Fleet API, what SuperNodes call
 FLEET_PATH = "/v1/fleet/"
-#: where the operator's commands reach the SuperLink: its loopback
-OPERATOR_HOST = "127.0.0.1"
 #: Debian's package that has nginx with TLS and the proxy module
 NGINX_PACKAGE = "nginx-light"
 

@@ -32,6 +32,7 @@ import threading
 import time
 import zipfile
 from collections.abc import Sequence
+from typing import Any
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -73,6 +74,30 @@ def check_bundle(content: bytes) -> str | None:
     return None
 
 
+def _runtime_client(
+    address: str, component: str, *, token: str | None = None, tries: int | None = None
+) -> Any:
+    """Flower's client of the SuperNode's runtime API at ``address`` (this machine's loopback,
+    plain HTTP) as ``component``: with ``token``, a task's; ``tries`` bounds each call's retries
+    (Flower's default: none)."""
+    from flwr.supercore.interceptors import (
+        RuntimeTokenHttpInterceptor,
+        RuntimeVersionHttpInterceptor,
+    )
+    from flwr.supercore.retry import make_simple_http_retry_invoker
+    from flwr.supercore.runtime import RuntimeHttpClient
+
+    retry = make_simple_http_retry_invoker()
+    retry.max_tries = tries
+    interceptors: list[Any] = [RuntimeVersionHttpInterceptor(component_name=component)]
+    if token is not None:
+        interceptors.append(RuntimeTokenHttpInterceptor(token))
+    return RuntimeHttpClient.from_server_address(
+        server_address=address, insecure=True, root_certificates=None,
+        interceptors=interceptors, retry_invoker=retry,
+    )  # fmt: skip
+
+
 def answer_task(address: str, token: str) -> None:
     """Answer one task of the SuperNode at ``address``: pull its message and the run's bundle,
     then reply with reportfed's ClientApp, or with an error where the bundle is not reportfed's
@@ -82,28 +107,13 @@ def answer_task(address: str, token: str) -> None:
     from flwr.app.error import Error
     from flwr.common.constant import ErrorCode, SubStatus
     from flwr.supercore.heartbeat import HeartbeatSender, make_task_heartbeat_fn_http
-    from flwr.supercore.interceptors import (
-        RuntimeTokenHttpInterceptor,
-        RuntimeVersionHttpInterceptor,
-    )
-    from flwr.supercore.retry import make_simple_http_retry_invoker
-    from flwr.supercore.runtime import RuntimeHttpClient
     from flwr.supernode.runtime.run_clientapp import (
         pull_task_input,
         push_message,
         push_task_output,
     )
 
-    client = RuntimeHttpClient.from_server_address(
-        server_address=address,
-        insecure=True,  # the SuperNode's runtime API, on this machine's loopback
-        root_certificates=None,
-        interceptors=[
-            RuntimeVersionHttpInterceptor(component_name="flwr-clientapp"),
-            RuntimeTokenHttpInterceptor(token),
-        ],
-        retry_invoker=make_simple_http_retry_invoker(),
-    )
+    client = _runtime_client(address, "flwr-clientapp", token=token)
     heartbeat = HeartbeatSender(make_task_heartbeat_fn_http(client))
     heartbeat.start()
     context = None
@@ -146,19 +156,9 @@ def serve(address: str, supernode: subprocess.Popen[bytes]) -> int:
     its exit status."""
     from flwr.proto.runtime_pb2 import AcquireTaskRequest
     from flwr.supercore.constant import TaskType
-    from flwr.supercore.interceptors import RuntimeVersionHttpInterceptor
-    from flwr.supercore.retry import make_simple_http_retry_invoker
-    from flwr.supercore.runtime import RuntimeHttpClient
 
-    once = make_simple_http_retry_invoker()
-    once.max_tries = 1  # this loop asks again, and stops when the SuperNode has ended
-    client = RuntimeHttpClient.from_server_address(
-        server_address=address,
-        insecure=True,
-        root_certificates=None,
-        interceptors=[RuntimeVersionHttpInterceptor(component_name="SuperExec")],
-        retry_invoker=once,
-    )
+    # one try a call: this loop asks again, and stops when the SuperNode has ended
+    client = _runtime_client(address, "SuperExec", tries=1)
     request = AcquireTaskRequest(supported_task_types=[TaskType.CLIENT_APP])
     try:
         while supernode.poll() is None:

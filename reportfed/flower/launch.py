@@ -36,7 +36,9 @@ from reportfed.core.errors import ConfigError, OutputFileError, ReportfedError
 from reportfed.core.files import atomic_write
 
 APP_DIR = Path(__file__).with_name("app")
-#: the port of the server's operator API on its loopback (``federation server --operator-port``)
+#: where the operator's commands reach the server: its loopback, at ``federation server
+#: --operator-port``
+OPERATOR_HOST = "127.0.0.1"
 OPERATOR_PORT = 9093
 SUPERLINK_NAME = "reportfed"
 #: environment of a SuperNode: its SuperExec looks for a message to run every 0.1 s (Flower's
@@ -391,7 +393,7 @@ def registered_names(env: Mapping[str, str]) -> dict[str, int]:
         if "403" in reason:
             raise ReportfedError(
                 f"{address} takes no operator commands (only hospitals' nodes connect there): run "
-                f"them on the server against 127.0.0.1:{OPERATOR_PORT} (its --operator-port), or "
+                f"them on the server against {OPERATOR_HOST}:{OPERATOR_PORT} (its --operator-port), or "
                 "through an SSH tunnel to that port"
             ) from None
         raise ReportfedError(f"cannot reach the operator API of {address}: {reason}") from None
@@ -430,36 +432,25 @@ def register_node(public_key: Path, name: str, env: Mapping[str, str]) -> int:
 
 
 #: what TLS and TCP failures say, and what they mean to the person who typed the command
+_NOT_OUR_CA = (
+    "the server's certificate was not signed by the CA of --root-certificates: use the ca.crt "
+    "its operator gave"
+)
+_NOT_THIS_NAME = (
+    "the server's certificate does not name this address: connect by a name it was made for "
+    "(federation certs --host)"
+)
 _CAUSES = (
     ("certificate has expired", "the server's certificate has expired: it needs a new one"),
     (
         "certificate is not yet valid",
         "the server's certificate is not valid yet: check both machines' clocks",
     ),
-    (
-        "certificate signature failure",
-        "the server's certificate was not signed by the CA of --root-certificates: use the "
-        "ca.crt its operator gave",
-    ),
-    (
-        "unable to get local issuer certificate",
-        "the server's certificate was not signed by the CA of --root-certificates: use the "
-        "ca.crt its operator gave",
-    ),
-    (
-        "hostname mismatch",
-        "the server's certificate does not name this address: connect by a name it was made "
-        "for (federation certs --host)",
-    ),
-    (
-        "IP address mismatch",
-        "the server's certificate does not name this address: connect by a name it was made "
-        "for (federation certs --host)",
-    ),
-    (
-        "wrong version number",
-        "the server does not speak TLS: it was started with --insecure",
-    ),
+    ("certificate signature failure", _NOT_OUR_CA),
+    ("unable to get local issuer certificate", _NOT_OUR_CA),
+    ("hostname mismatch", _NOT_THIS_NAME),
+    ("IP address mismatch", _NOT_THIS_NAME),
+    ("wrong version number", "the server does not speak TLS: it was started with --insecure"),
     (
         "Server disconnected without sending a response",
         "the server speaks TLS and this side did not (--insecure): give --root-certificates",
@@ -660,16 +651,20 @@ def free_port() -> int:
     raise ReportfedError(f"no free TCP port on 127.0.0.1 between {LOWEST_PORT} and {below}")
 
 
-def _wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 60.0) -> None:
+def wait_for_port(
+    port: int, proc: subprocess.Popen[bytes], timeout: float = 60.0, host: str = OPERATOR_HOST
+) -> None:
+    """Wait until ``proc``, just started, accepts connections on ``host:port``; a
+    ``RuntimeError`` where it exits first, a ``TimeoutError`` after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"process exited with {proc.returncode} before listening")
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
+        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+            if s.connect_ex((host, port)) == 0:
                 return
         time.sleep(0.2)
-    raise TimeoutError(f"nothing listens on 127.0.0.1:{port} after {timeout} s")
+    raise TimeoutError(f"nothing listens on {host}:{port} after {timeout:g} s")
 
 
 class LoopbackFederation:
@@ -722,7 +717,7 @@ class LoopbackFederation:
             port=self.port, insecure=self.insecure, certificates=self.certificates
         )
         proc = self._spawn("superlink", cmd + (["--simulation"] if self.simulation_nodes else []))
-        _wait_for_port(self.port, proc)
+        wait_for_port(self.port, proc)
         return self
 
     def register(self, name: str) -> NodeKeys:
