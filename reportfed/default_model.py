@@ -30,13 +30,17 @@ if TYPE_CHECKING:
     from reportfed.labeler import ReportLabeler
 
 SITES = 2
+#: raised whenever what the default model learns from changes (the mapping of IU's index terms
+#: to labels, its sites or settings), so that a model cached by an older recipe is built again
+RECIPE = 2
 
 
 def default_model_path() -> Path:
-    """Where the default model is cached: one file per reportfed version and model-file format
-    (a model of an older format, without its calibration, is built again)."""
+    """Where the default model is cached: one file per reportfed version, model-file format and
+    :data:`RECIPE` (a model of an older format or recipe is built again)."""
     fmt = FORMAT.rsplit("/", 1)[-1]
-    return cache_dir() / "models" / f"iu-minilm-sentence-{__version__}-f{fmt}.safetensors"
+    name = f"iu-minilm-sentence-{__version__}-f{fmt}-r{RECIPE}.safetensors"
+    return cache_dir() / "models" / name
 
 
 def default_model_file(

@@ -31,7 +31,7 @@ from reportfed.core.paths import embeddings_cache_dir
 from reportfed.core.schema import architecture, architecture_fields
 from reportfed.embed import DEFAULT_EMBEDDER, Embedder, shared_embedder
 from reportfed.embed.granularity import embed_reports, embed_units
-from reportfed.text.assertion import Mention
+from reportfed.text.assertion import Mention, find_mentions
 from reportfed.text.calibration import calibrate, calibration_features, identity_calibration
 from reportfed.text.model_file import ModelFile, read_model, write_model
 from reportfed.text.scoring import check_architecture, decisive_sentences, predict_state
@@ -42,6 +42,7 @@ from reportfed.text.states import (
     consistent_proba,
     readable,
     report_mentions,
+    unmentioned_candidates,
 )
 
 #: reports embedded and scored at once by :meth:`ReportReader.predict_proba` (bounds memory)
@@ -269,9 +270,35 @@ class ReportReader:
         x = calibration_features(reading.scores, reading.mentions, names)
         calibrated = calibrate(self.calibration_, x)
         states = chexpert_states(
-            reading.texts, reading.scores, names, self.thresholds_, reading.mentions, calibrated
+            reading.texts,
+            reading.scores,
+            names,
+            self.thresholds_,
+            reading.mentions,
+            calibrated,
+            self._inferred(reading),
         )
         return consistent_proba(calibrated, states), states
+
+    def _inferred(self, reading: _Reading) -> np.ndarray | None:
+        """The cells the model might call alone (:func:`unmentioned_candidates`) whose score
+        comes from a sentence naming other findings (``None`` at report granularity, where the
+        score is the whole report's)."""
+        if reading.x.ndim != 3:
+            return None
+        names = list(self.classes_)
+        candidates = unmentioned_candidates(
+            reading.scores, names, self.thresholds_, reading.mentions
+        )
+        out = np.zeros_like(candidates)
+        rows = np.flatnonzero(candidates.any(axis=1))
+        if not rows.size:
+            return out
+        top = decisive_sentences(self.state_, reading.x[rows])
+        for k, i in enumerate(rows):
+            for c in np.flatnonzero(candidates[i]):
+                out[i, c] = bool(find_mentions(reading.units[i][top[k, c]]))
+        return out
 
     def predict_scores(self, texts: Sequence[str]) -> np.ndarray:
         """The model's presence scores ``(len(texts), len(classes_))``: the sigmoid of its logit

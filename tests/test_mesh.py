@@ -61,6 +61,7 @@ def test_rules_for_each_label() -> None:
     assert positives("Fractures, Bone/ribs/left") == {"Fracture"}
     assert positives("Airspace Disease/lung/base") == {"Lung Opacity"}
     assert positives("Markings/bronchovascular/prominent") == {"Lung Opacity"}
+    assert positives("Markings/lung/interstitial/chronic") == {"Lung Opacity"}
     assert positives("Thickening/pleura/apex") == {"Pleural Other"}
     assert positives("Pulmonary Atelectasis/base/left") == {"Atelectasis"}
     assert positives("Consolidation/lung") == {"Consolidation"}
@@ -70,6 +71,14 @@ def test_rules_for_each_label() -> None:
         positives("Thoracic Vertebrae/degenerative", "Aorta/tortuous", "Lung/hyperdistention")
         == set()
     )
+
+
+def test_crowded_bronchovascular_markings_are_no_finding() -> None:
+    # IU's index of "low lung volumes crowd the bronchovascular markings", however qualified
+    assert positives("Markings/bronchovascular", "Lung/hypoinflation") == set()
+    assert positives("Markings/bronchovascular/mild") == set()
+    assert positives("Markings/lung/base/bilateral/bronchovascular") == set()
+    assert positives("Markings/lung/base/bronchovascular/increased") == {"Lung Opacity"}
 
 
 def test_granulomas_are_lesions_only_when_asked() -> None:

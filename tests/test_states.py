@@ -93,3 +93,22 @@ def test_states_combine_text_and_model() -> None:
     np.testing.assert_array_equal(states, expected)
     with pytest.raises(ValueError, match="shape"):
         chexpert_states(texts[:1], proba, labels, np.full(5, 0.5))
+
+
+def test_a_call_inferred_from_named_findings_needs_the_margin() -> None:
+    """The model's call of a finding the text does not name needs even odds from a sentence
+    that names nothing, and INFERRED_MARGIN from one that names other findings (Lung Opacity
+    from "consolidation, possibly representing pneumonia")."""
+    from reportfed.text.states import INFERRED_MARGIN, report_mentions, unmentioned_candidates
+
+    labels = ["Lung Opacity", "Consolidation", "Custom"]
+    texts = ["Right lower lobe consolidation, possibly representing pneumonia."] * 3
+    proba = np.array([[0.9, 0.1, 0.1]] * 3)
+    calibrated = np.array([[0.6, 0.1, 0.1], [INFERRED_MARGIN, 0.1, 0.1], [0.6, 0.1, 0.1]])
+    inferred = np.array([[True, False, False], [True, False, False], [False, False, False]])
+    found = report_mentions(texts, labels)
+    states = chexpert_states(texts, proba, labels, np.full(3, 0.5), found, calibrated, inferred)
+    np.testing.assert_array_equal(states[:, 0], [np.nan, 1.0, 1.0])
+    # only an unnamed lexicon label with a score at the calling floor is a candidate
+    candidates = unmentioned_candidates(proba, labels, np.full(3, 0.5), found)
+    np.testing.assert_array_equal(candidates[0], [True, False, False])

@@ -13,6 +13,10 @@ Choices worth knowing (tested in ``tests/test_mesh.py``):
   most IU reports); nodules and masses are. ``GRANULOMA_AS_LESION`` adds them.
 * "Cardiac Shadow/enlarged" is Cardiomegaly (CheXpert's "enlarged cardiac silhouette");
   a prominent or widened mediastinum is Enlarged Cardiomediastinum.
+* Crowded bronchovascular markings are no finding: IU indexes "low lung volumes crowd the
+  bronchovascular markings" as ``Markings/bronchovascular`` (each of IU's 86 Markings terms
+  with that qualifier is in a report that says "crowd"), which is not an opacity (:data:`CROWDED`);
+  prominent or increased markings are Lung Opacity.
 * Pulmonary congestion counts as Edema; scarring of the pleura and pleural thickening as
   Pleural Other; blunted costophrenic angles as Pleural Effusion.
 * No Finding is positive exactly when the only major term is ``normal``.
@@ -41,7 +45,8 @@ RULES: Mapping[str, tuple[str, ...]] = {
         "Infiltrate",
         "Density/lung",
         "Markings/lung",
-        "Markings/bronchovascular",
+        "Markings/bronchovascular/prominent",
+        "Markings/bronchovascular/increased",
         "Markings/interstitial",
         "Lung Diseases, Interstitial",
     ),
@@ -76,6 +81,11 @@ GRANULOMA_AS_LESION: tuple[str, ...] = (
     "Granulomatous Disease",
 )
 
+#: the term IU gives crowded bronchovascular markings, and the qualifiers that make markings a
+#: finding however they are indexed
+CROWDED = "Markings/bronchovascular"
+DENSER = frozenset({"prominent", "increased"})
+
 NORMAL_TERM = "normal"
 NOT_INDEXED_TERM = "no indexing"
 
@@ -92,6 +102,12 @@ def term_matches(term: str, pattern: str) -> bool:
     return head == p_head and p_quals <= quals
 
 
+def _crowding(term: str) -> bool:
+    """Whether ``term`` indexes crowded bronchovascular markings (:data:`CROWDED`, without
+    a qualifier of :data:`DENSER`): no finding of the 14."""
+    return term_matches(term, CROWDED) and not _split(term)[1] & DENSER
+
+
 def mesh_to_labels(
     major_terms: Iterable[str], *, granuloma_as_lesion: bool = False
 ) -> dict[str, float]:
@@ -103,8 +119,9 @@ def mesh_to_labels(
     rules = dict(RULES)
     if granuloma_as_lesion:
         rules["Lung Lesion"] = rules["Lung Lesion"] + GRANULOMA_AS_LESION
+    findings = [t for t in terms if not _crowding(t)]
     out = {
-        label: float(any(term_matches(t, p) for t in terms for p in patterns))
+        label: float(any(term_matches(t, p) for t in findings for p in patterns))
         for label, patterns in rules.items()
     }
     out["No Finding"] = float(lowered == {NORMAL_TERM})

@@ -9,7 +9,8 @@ assertion                   state
 negated ("no effusion")     0.0
 uncertain ("possible ...")  -1.0
 affirmed ("effusion")       1.0
-not mentioned               1.0 if ``p >= max(t, 0.5)`` and ``q >= 0.5``, else blank (NaN)
+not mentioned               1.0 if ``p >= max(t, 0.5)`` and ``q >= 0.5`` (``q >= 0.75``
+                            from a sentence that names other findings), else blank (NaN)
 ==========================  =====================
 
 ``q`` is the calibrated probability (:mod:`reportfed.text.calibration`), the one users read. One
@@ -23,7 +24,11 @@ An explicit negation or hedge in the text wins over the model; the model calls f
 lexicon does not know how to name, when it gives them at least even odds
 (:data:`UNMENTIONED_FLOOR`; measured on IU, central, seeds 0-2: macro F1 0.817 against 0.800
 with the labelling threshold alone, and 0.83% of unmentioned findings called positive against
-1.15%). A label without a lexicon (a custom label) has two states:
+1.15%). Where the sentence behind the model's score names other findings, the text has read
+it, and what the model adds is an inference the CheXpert labeler does not make (Lung Opacity
+from "consolidation, possibly representing pneumonia", a device from "small left PTX",
+Cardiomegaly from "widened mediastinum"): such a call needs :data:`INFERRED_MARGIN`. The model
+never reads a context section (:func:`~reportfed.text.sentences.report_units`). A label without a lexicon (a custom label) has two states:
 1.0 at ``p >= t``, else 0.0. **No Finding** follows the CheXpert labeler's rule: 1.0 when no other
 finding except Support Devices is 1.0 or -1.0, else blank; its probability is at least 0.5 where
 it is 1. A report the labeler cannot read (:func:`readable`: only section headers, or another
@@ -47,6 +52,12 @@ NOT_DISEASE = frozenset({"Support Devices", NO_FINDING})
 _STATE = {"affirmed": 1.0, "uncertain": -1.0, "negated": 0.0}
 #: the least probability at which a finding the text does not mention is called positive
 UNMENTIONED_FLOOR = 0.5
+#: the least calibrated probability at which the model calls a finding the text does not name
+#: from a sentence that names others. Measured on our suites (behaviour, layouts, MIMIC-style)
+#: with the default model: each of the 13 such calls, on 11 sentences, names a finding the
+#: text does not (the suites' conventions), with at most 0.743; the one kind of right call came
+#: from a sentence that names no finding ("overlying monitoring wires": Support Devices, 0.959)
+INFERRED_MARGIN = 0.75
 
 
 #: common words of English radiology prose: a report with none of them in its findings and no
@@ -134,17 +145,25 @@ def chexpert_states(
     thresholds: np.ndarray,
     mentions: Sequence[dict[str, Mention | None]] | None = None,
     calibrated: np.ndarray | None = None,
+    inferred: np.ndarray | None = None,
 ) -> np.ndarray:
     """``(len(texts), len(labels))`` states: 1.0, 0.0, -1.0 or NaN (see the module docstring)
     from the model's probabilities ``proba`` and, where given, the ``calibrated`` ones;
-    ``mentions`` reuses :func:`report_mentions` of ``texts``."""
+    ``mentions`` reuses :func:`report_mentions` of ``texts``; ``inferred`` marks the cells whose
+    score comes from a sentence naming other findings (:func:`unmentioned_candidates` says
+    which cells to look at)."""
     if proba.shape != (len(texts), len(labels)):
         raise ConfigError(f"proba has shape {proba.shape}, expected ({len(texts)}, {len(labels)})")
     mentions = report_mentions(texts, labels) if mentions is None else mentions
     present = proba >= np.asarray(thresholds)
     unmentioned_present = proba >= np.maximum(thresholds, UNMENTIONED_FLOOR)
     if calibrated is not None:
-        unmentioned_present &= calibrated >= UNMENTIONED_FLOOR
+        floor = (
+            UNMENTIONED_FLOOR
+            if inferred is None
+            else np.where(inferred, INFERRED_MARGIN, UNMENTIONED_FLOOR)
+        )
+        unmentioned_present &= calibrated >= floor
     out = np.full(proba.shape, np.nan, dtype=np.float32)
     lexical = [c for c, name in enumerate(labels) if has_lexicon(name)]
     other = [c for c, name in enumerate(labels) if not has_lexicon(name) and name != NO_FINDING]
@@ -164,6 +183,20 @@ def chexpert_states(
         disease = [c for c, name in enumerate(labels) if name not in NOT_DISEASE]
         findings = np.isin(out[:, disease], (1.0, -1.0)).any(axis=1)
         out[:, list(labels).index(NO_FINDING)] = np.where(findings | unread, np.nan, 1.0)
+    return out
+
+
+def unmentioned_candidates(
+    proba: np.ndarray,
+    labels: Sequence[str],
+    thresholds: np.ndarray,
+    mentions: Sequence[dict[str, Mention | None]],
+) -> np.ndarray:
+    """The cells :func:`chexpert_states` may call from the model alone: a lexicon label the
+    report does not name, scored at least ``max(t, 0.5)``."""
+    out = proba >= np.maximum(thresholds, UNMENTIONED_FLOOR)
+    for c, name in enumerate(labels):
+        out[:, c] &= has_lexicon(name) and np.array([m.get(name) is None for m in mentions])
     return out
 
 
