@@ -45,6 +45,14 @@ FLOORS = {
     "invisible characters": 1.0,
     "coordinated clauses": 1.0,
     "other languages": 1.0,
+    "history is not a finding": 1.0,
+    "if any": 1.0,
+    "caveat after a negation": 1.0,
+    "seen finding, hedged cause": 1.0,
+    "normal-range size": 1.0,
+    "lesions and collapse by other names": 1.0,
+    "hardware is not a fracture": 1.0,
+    "no finding named": 1.0,
 }
 
 

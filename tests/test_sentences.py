@@ -103,6 +103,21 @@ def test_context_sections_are_not_read() -> None:
             "WET READ: No pneumothorax.\n\nFINAL REPORT\n\nFINDINGS: Clear.",
             ["No pneumothorax.", "Clear."],
         ),
+        # a context section's name without its colon: alone on its line, or in capitals
+        ("HISTORY\nPneumonia last month.\n\nFINDINGS\nLungs are clear.", ["Lungs are clear."]),
+        ("Indication\nChest pain.\n\nLungs are clear.", ["Lungs are clear."]),
+        ("HISTORY ___M with CHF.\n\nNo effusion.", ["No effusion."]),
+        ("History of CHF is noted.\n\nNo effusion.", ["History of CHF is noted.", "No effusion."]),
+        # a first paragraph without a header that reads as the clinical question, where findings
+        # follow it
+        (
+            "___-year-old man with fever, evaluate for pneumonia.\n\nNo consolidation.",
+            ["No consolidation."],
+        ),
+        ("72M s/p fall.\n\nNo fracture.", ["No fracture."]),
+        ("Chest pain, r/o pneumothorax?\n\nNo pneumothorax.", ["No pneumothorax."]),
+        ("No pneumothorax.\n\nIMPRESSION: Normal chest.", ["No pneumothorax.", "Normal chest."]),
+        ("Cardiomegaly.\n\nNo effusion.", ["Cardiomegaly.", "No effusion."]),
         # the fallback reads everything but a request or a question
         ("INDICATION: Assess for effusion.", []),
         ("HISTORY: Evaluate for pneumonia. ?pneumothorax?", []),

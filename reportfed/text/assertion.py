@@ -87,6 +87,7 @@ FINDINGS: dict[str, tuple[str, ...]] = {
         r"congestive heart failure|\bchf\b|heart failure",
         r"fluid overload",
         r"cephalization",
+        r"(?:pulmonary )?venous hypertension",  # venous congestion, as the radiograph shows it
         r"kerley b?[- ]?lines",
         r"vascular (?:engorgement|prominence|indistinctness|redistribution)",
         r"indistinct(?:ness of the)? (?:pulmonary )?vascula(?:r|ture)",
@@ -106,7 +107,7 @@ FINDINGS: dict[str, tuple[str, ...]] = {
     "Atelectasis": (
         r"atelecta(?:sis|ses|tic)",
         r"(?:lobar|lobe|lung|segmental|postobstructive|post-obstructive) collapse",
-        r"collapse of the (?:\w+ )?(?:lobe|lung)",
+        r"collapse of the (?:\w+ ){0,2}(?:lobe|lung)",
         r"volume loss",
     ),
     "Pneumothorax": (
@@ -232,7 +233,7 @@ _UNCERTAIN_BEFORE = (
     r"cannot (?:be )?(?:entirely |completely )?(?:exclude|rule out)|can ?not exclude|can't exclude|"
     r"differential|rule out|\br/o\b|eval(?:uate|uation)? (?:for|of)|assess(?:ment)? for|borderline|equivocal|"
     r"indeterminate|\?|may not be excluded|raises the possibility|"
-    r"difficult to exclude|"
+    r"difficult to exclude|favou?red|\bI think\b|"
     r"not (?:be )?(?:entirely )?excluded|"
     r"^\s*any\b"  # "any residual pneumothorax is tiny": whether there is one is the doubt
 )

@@ -93,6 +93,33 @@ _STAMP = re.compile(r"(\b\d{1,2}:\d{2}\s*[AP]M)[ \t]*\n")
 #: ("___M s/p fall, rib fx on CT // eval PTX"); the paragraph holding it is context
 _HISTORY_QUESTION = re.compile(r"\s//|//\s")
 _UNLABELLED_INDICATION = "indication"
+#: a first paragraph without a header that reads as the clinical question: it describes the
+#: patient ("___-year-old man with fever", "72M s/p fall") or ends asking ("Chest pain, r/o
+#: pneumothorax?", "... evaluate for pneumonia."); it is context where findings follow it
+_PATIENT = re.compile(
+    r"^\W*(?:(?:___|\d{1,3})\s*-?\s*(?:years?|yrs?|y/?o|yo|[MF])\b|(?:an? )?(?:\w+ )?"
+    r"(?:man|woman|male|female|patient|pt|boy|girl)\s+(?:with|s/p|status post|who)\b)",
+    re.IGNORECASE,
+)
+_ASKS = re.compile(r"\b(?:eval(?:uate|uation)?|assess|r/o|rule out)\b", re.IGNORECASE)
+#: a context section's name without its colon: alone on its line in any case ("Indication"
+#: then a line break), or in capitals starting a line ("HISTORY ___-year-old woman ..."): the
+#: header it is
+_BARE_HEADER = re.compile(
+    rf"^([ \t]*(?i:{_SECTION_WORDS})(?:[ \t]+[A-Za-z]+){{0,2}})[ \t]*$|"
+    r"^([ \t]*(?:INDICATIONS?|HISTORY|CLINICAL (?:HISTORY|INFORMATION|INDICATION)|"
+    r"REASON FOR (?:EXAM|EXAMINATION|STUDY)|COMPARISONS?|TECHNIQUE))(?=[ \t]+[^\s:])",
+    re.MULTILINE,
+)
+
+
+def _clinical_question(block: str) -> bool:
+    """Whether a header-less paragraph reads as the clinical question: it describes the
+    patient (:data:`_PATIENT`), or its last sentence asks ("?") or requests (:data:`_ASKS`)."""
+    end = block.rstrip()
+    if end.endswith("?") or _PATIENT.match(block):
+        return True
+    return bool(_ASKS.search(end, end.rfind(".", 0, len(end) - 1) + 1))
 
 
 def _is_context(section: str) -> bool:
@@ -106,15 +133,27 @@ def _segments(text: str) -> list[tuple[str, str]]:
     text)`` pairs, ``section`` the header the text is under ("" before any). A single newline is a
     wrapped line, not a break. A context section (indication, history, comparison, technique)
     ends at a blank line or an anatomic sub-header: the findings that follow it often have no
-    header of their own."""
+    header of their own. A paragraph without a header is context where it holds MIMIC's
+    "history // question", or where it comes first, reads as the clinical question
+    (:func:`_clinical_question`) and findings follow it; a context section's name without its
+    colon is its header (:data:`_BARE_HEADER`)."""
     parts: list[tuple[str, str]] = []
     section = ""
-    for block in re.split(r"\n\s*\n", text):
-        block = "\n".join(line for line in block.split("\n") if not _TITLE.match(line))
+    blocks = [
+        "\n".join(line for line in block.split("\n") if not _TITLE.match(line))
+        for block in re.split(r"\n\s*\n", text)
+    ]
+    blocks = [
+        _BARE_HEADER.sub(r"\1\2:", block) if _BARE_HEADER.search(block) else block
+        for block in blocks
+        if block.strip()
+    ]
+    for k, block in enumerate(blocks):
         if _is_context(section):
             section = ""
-        if _HISTORY_QUESTION.search(block) and not _HEADER.search(block):
-            parts.append((_UNLABELLED_INDICATION, block))  # MIMIC's "history // question"
+        question = k == 0 and k + 1 < len(blocks) and _clinical_question(block)
+        if (_HISTORY_QUESTION.search(block) or question) and not _HEADER.search(block):
+            parts.append((_UNLABELLED_INDICATION, block))  # "history // question", or asked
             continue
         # an anatomic sub-header is a boundary of no width (its words stay), also where it is
         # written in capitals like a header ("HEART: normal size")
@@ -165,7 +204,9 @@ def split_sections(text: str) -> list[tuple[str, str]]:
     whitespace-normalised, without headers or list numbers. A text with no sentence punctuation
     is one sentence; units without a letter or digit (``". ."``, ``"___"``) are dropped."""
     out: list[tuple[str, str]] = []
-    text = _STAMP.sub(r"\1.\n", as_read(text).replace("\r", "\n"))
+    text = as_read(text).replace("\r", "\n")
+    if _STAMP.search(text):
+        text = _STAMP.sub(r"\1.\n", text)
     for section, segment in _segments(text):
         start = 0
         pieces = []

@@ -295,6 +295,133 @@ PHRASINGS: dict[str, list[tuple[str, dict[str, str]]]] = {
         ("Sin derrame pleural. No hay neumotórax.", {"Pneumothorax": "", "No Finding": ""}),
         ("Kein Pleuraerguss. Herz normal groß.", {"Cardiomegaly": "", "No Finding": ""}),
     ],
+    # MIMIC-style dictation (issue 60's families): the history is no finding of this study
+    "history is not a finding": [
+        (
+            "INDICATION: ___M with CHF, now short of breath.\n\nFINDINGS: The lungs are clear.",
+            {"Edema": "", "No Finding": "1"},
+        ),
+        (
+            "___F s/p CABG, chest tube pulled this morning. // ?PTX\n\nIMPRESSION: No "
+            "pneumothorax.",
+            {"Pneumothorax": "0", "Support Devices": "", "No Finding": "1"},
+        ),
+        (
+            "Reason for exam: rib fractures after a fall.\n\nIMPRESSION: No acute "
+            "cardiopulmonary process.",
+            {"Fracture": "", "No Finding": "1"},
+        ),
+        (
+            "HISTORY\n___-year-old woman with pneumonia last month.\n\nFINDINGS\nHeart size is "
+            "normal. The lungs are clear.",
+            {"Pneumonia": "", "Cardiomegaly": "0", "No Finding": "1"},
+        ),
+        (
+            "CLINICAL INFORMATION: pacemaker placement.\n\nFINDINGS: Left chest wall pacemaker "
+            "with leads in the right atrium and ventricle.",
+            {"Support Devices": "1"},
+        ),
+        (
+            "___-year-old man with fever and cough, evaluate for pneumonia.\n\nNo focal "
+            "consolidation. No pleural effusion.",
+            {"Pneumonia": "", "Consolidation": "0", "Pleural Effusion": "0", "No Finding": "1"},
+        ),
+        (
+            "Chest pain, r/o pneumothorax?\n\nThe lungs are clear without pneumothorax.",
+            {"Pneumothorax": "0", "No Finding": "1"},
+        ),
+        (
+            "___M with known cardiomegaly and ESRD. // fluid overload?\n\nFINDINGS: Mild "
+            "pulmonary edema.",
+            {"Cardiomegaly": "", "Edema": "1"},
+        ),
+    ],
+    "if any": [
+        ("Trace right pleural effusion, if any.", {"Pleural Effusion": "-1"}),
+        ("Any pneumothorax is very small.", {"Pneumothorax": "-1"}),
+        ("Atelectasis, if present, is mild.", {"Atelectasis": "-1"}),
+        ("Minimal pulmonary edema, if any.", {"Edema": "-1"}),
+        ("Any residual effusion is small.", {"Pleural Effusion": "-1"}),
+    ],
+    "caveat after a negation": [
+        ("No pneumothorax, although the apices are not well seen.", {"Pneumothorax": "0"}),
+        (
+            "No pleural effusion; sensitivity for effusion is limited on a supine film.",
+            {"Pleural Effusion": "0"},
+        ),
+        ("No consolidation, though evaluation is limited by motion.", {"Consolidation": "0"}),
+        ("Early pneumonia could be obscured by the overlying soft tissues.", {"Pneumonia": "-1"}),
+        (
+            "No pneumothorax is identified, but evaluation for pneumothorax is limited by "
+            "positioning.",
+            {"Pneumothorax": "0"},
+        ),
+    ],
+    "seen finding, hedged cause": [
+        (
+            "Streaky opacity at the left base, possibly representing atelectasis.",
+            {"Lung Opacity": "1", "Atelectasis": "-1"},
+        ),
+        (
+            "Right lower lobe consolidation likely representing pneumonia.",
+            {"Consolidation": "1", "Pneumonia": "-1", "Lung Opacity": ""},
+        ),
+        ("Left basilar opacity, likely atelectasis.", {"Lung Opacity": "1", "Atelectasis": "-1"}),
+        ("Mediastinal widening, probably due to rotation.", {"Enlarged Cardiomediastinum": "1"}),
+        (
+            "Right basilar opacity, presumed pneumonia.",
+            {"Lung Opacity": "1", "Pneumonia": "-1"},
+        ),
+        (
+            "Patchy opacities, favored to represent atelectasis.",
+            {"Lung Opacity": "1", "Atelectasis": "-1"},
+        ),
+        (
+            "Lingular opacity may reflect atelectasis or early pneumonia.",
+            {"Lung Opacity": "1", "Atelectasis": "-1", "Pneumonia": "-1"},
+        ),
+    ],
+    "normal-range size": [
+        ("The heart size is at the upper limit of normal.", {"Cardiomegaly": "0"}),
+        ("Top normal heart size.", {"Cardiomegaly": "0"}),
+        ("Cardiac silhouette is borderline normal in size.", {"Cardiomegaly": "0"}),
+        ("The heart is borderline enlarged.", {"Cardiomegaly": "-1"}),
+        ("Borderline cardiomegaly.", {"Cardiomegaly": "-1"}),
+    ],
+    "lesions and collapse by other names": [
+        ("Right hilar mass.", {"Lung Lesion": "1"}),
+        ("Multiple pulmonary nodular opacities.", {"Lung Lesion": "1"}),
+        ("Cavitary lesion in the left upper lobe.", {"Lung Lesion": "1"}),
+        ("Complete collapse of the left lower lobe.", {"Atelectasis": "1"}),
+        ("Right middle lobe volume loss.", {"Atelectasis": "1"}),
+        ("Postobstructive collapse of the right upper lobe.", {"Atelectasis": "1"}),
+        ("Stable anterior mediastinal mass.", {"Lung Lesion": ""}),
+        ("Large thyroid goiter deviates the trachea.", {"Lung Lesion": ""}),
+    ],
+    "hardware is not a fracture": [
+        ("Fractured sternotomy wire.", {"Support Devices": "1", "Fracture": ""}),
+        ("Broken sternal wires are unchanged.", {"Support Devices": "1", "Fracture": ""}),
+        ("Fracture of the pacemaker lead.", {"Support Devices": "1", "Fracture": ""}),
+    ],
+    "no finding named": [
+        (
+            "Low lung volumes with crowding of the bronchovascular markings.",
+            {"Lung Opacity": "", "No Finding": "1"},
+        ),
+        (
+            "Lung volumes are low, crowding the bronchovascular markings.",
+            {"Lung Opacity": "", "No Finding": "1"},
+        ),
+        ("The patient is rotated to the left.", {"Lung Opacity": "", "No Finding": "1"}),
+        (
+            "HISTORY: cardiomegaly.\n\nFINDINGS: The lungs are clear.",
+            {"Cardiomegaly": "", "No Finding": "1"},
+        ),
+        (
+            "INDICATION: ___M with pacemaker.\n\nFINDINGS: The lungs are clear.",
+            {"Support Devices": "", "No Finding": "1"},
+        ),
+    ],
     "structured fields": [
         ("Lines and tubes: None.", {"Support Devices": "0"}),
         ("Pneumothorax: None.", {"Pneumothorax": "0"}),
@@ -336,6 +463,7 @@ PHRASINGS: dict[str, list[tuple[str, dict[str, str]]]] = {
         ("Prominence of the central pulmonary vasculature.", {"Edema": "1"}),
         ("Prominent central vasculature, unchanged.", {"Edema": "1"}),
         ("The pulmonary vascularity is prominent.", {"Edema": "1"}),
+        ("Cardiomegaly with pulmonary venous hypertension.", {"Edema": "1", "Cardiomegaly": "1"}),
         ("Stable cardiomegaly and increased pulmonary vascularity.", {"Edema": "1"}),
         ("Engorged pulmonary vessels.", {"Edema": "1"}),
         ("The pulmonary vasculature is mildly engorged.", {"Edema": "1"}),

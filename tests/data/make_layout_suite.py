@@ -29,8 +29,10 @@ from pathlib import Path
 from reportfed.core.labels import CHEXPERT_14
 from reportfed.text.states import NOT_DISEASE
 
-#: (anatomy, statement, its states). Anatomy groups statements under sub-headers.
-STATEMENTS: list[tuple[str, str, dict[str, int]]] = [
+#: (anatomy, statement, its states; None: the statement does not name the finding). Anatomy
+#: groups statements under sub-headers.
+Statement = tuple[str, str, dict[str, int | None]]
+STATEMENTS: list[Statement] = [
     # heart and mediastinum
     ("heart", "The heart is enlarged.", {"Cardiomegaly": 1}),
     ("heart", "Moderate cardiomegaly is unchanged.", {"Cardiomegaly": 1}),
@@ -183,7 +185,58 @@ NORMAL = [
     ("No acute osseous abnormality.", {}),
 ]
 
-Statement = tuple[str, str, dict[str, int]]
+
+#: MIMIC's indication line, unlabelled or not: history, "//", the question; the findings it names
+#: are not findings of the study (they stay blank unless a statement of the report names them)
+MIMIC_INDICATIONS: list[tuple[str, list[str]]] = [
+    ("___M with COPD and a new PICC line. // position?", ["Support Devices"]),
+    ("___F with metastatic breast cancer, dyspnea. // ?effusion", ["Pleural Effusion"]),
+    ("___-year-old man s/p fall with left rib fractures. // PTX?", ["Fracture", "Pneumothorax"]),
+    ("___-year-old woman with CHF exacerbation. // edema?", ["Edema"]),
+    ("___M, intubated for pneumonia. // interval change", ["Pneumonia", "Support Devices"]),
+    ("Cardiomegaly on prior, now chest pain. // acute process?", ["Cardiomegaly"]),
+]
+#: the idioms of MIMIC-style dictation, one family per statement (tests/data/make_mimic_suite.py
+#: has the conventions): hedges with "if any", caveats after a negation, a seen finding with a
+#: hedged cause, sizes at the edge of normal, lesions and collapse by other names, hardware, and
+#: sentences that name no finding
+MIMIC_STATEMENTS: list[Statement] = [
+    ("pleura", "Tiny left pleural effusion, if any.", {"Pleural Effusion": -1}),
+    ("pleura", "Any apical pneumothorax is minimal.", {"Pneumothorax": -1}),
+    (
+        "pleura",
+        "No pneumothorax, although the left apex is partly obscured.",
+        {"Pneumothorax": 0},
+    ),
+    (
+        "lungs",
+        "No consolidation; sensitivity for consolidation is limited on a portable film.",
+        {"Consolidation": 0},
+    ),
+    ("lungs", "A small pneumonia could be missed at the bases.", {"Pneumonia": -1}),
+    (
+        "lungs",
+        "Hazy right basilar opacity, possibly representing aspiration.",
+        {"Lung Opacity": 1, "Pneumonia": -1},
+    ),
+    (
+        "lungs",
+        "Lingular opacity, most likely atelectasis.",
+        {"Lung Opacity": 1, "Atelectasis": -1},
+    ),
+    (
+        "heart",
+        "The mediastinum is widened, likely due to AP technique.",
+        {"Enlarged Cardiomediastinum": 1},
+    ),
+    ("heart", "Heart size is at the upper limits of normal.", {"Cardiomegaly": 0}),
+    ("heart", "The cardiac silhouette is top-normal.", {"Cardiomegaly": 0}),
+    ("lungs", "Multiple cavitary lesions in both upper lobes.", {"Lung Lesion": 1}),
+    ("lungs", "Collapse of the left upper lobe.", {"Atelectasis": 1}),
+    ("heart", "Known anterior mediastinal mass is unchanged.", {"Lung Lesion": None}),
+    ("lines", "One sternal wire is fractured.", {"Support Devices": 1, "Fracture": None}),
+    ("lungs", "Low lung volumes crowd the bronchovascular markings.", {"Lung Opacity": None}),
+]
 
 
 def _pick(rng: random.Random, k: int) -> list[Statement]:
@@ -240,6 +293,17 @@ def wet_read(rng: random.Random, st: list[Statement]) -> str:
     )
 
 
+def mimic_dictation(rng: random.Random, st: list[Statement]) -> str:
+    """MIMIC's dictation: banner, examination, the indication line (``st[0]``, often without a
+    header), technique, comparison, findings and a numbered impression (the last statement)."""
+    indication = rng.choice(["", "INDICATION:  ", "HISTORY:  "]) + st[0][1]
+    return (
+        "FINAL REPORT\nEXAMINATION:  CHEST (PORTABLE AP)\n \n"
+        f"{indication}\n \nTECHNIQUE:  Portable AP chest\n \nCOMPARISON:  ___\n \n"
+        f"FINDINGS:\n \n{_text(st[1:-1])}\n \nIMPRESSION:\n \n1. {st[-1][1]}"
+    )
+
+
 def addendum(rng: random.Random, st: list[Statement]) -> str:
     """A first read, then an addendum adding the finding it missed (the last statement)."""
     first = _text(st[:-1]) or "No acute cardiopulmonary process."
@@ -282,17 +346,18 @@ LAYOUTS: dict[str, Callable[[random.Random, list[Statement]], str]] = {
     "anatomic sub-headers": anatomic_subheaders,
     "de-identified": deidentified,
     "templated normal": templated_normal,
+    "mimic dictation": mimic_dictation,
 }
 
 
 def expected(statements: list[Statement], normal: bool) -> str:
-    truth: dict[str, int] = {}
+    truth: dict[str, int | None] = {}  # None: not mentioned
     for _, _, states in statements:
         truth.update(states)
     if normal:
         truth = {k: v for _, states in NORMAL for k, v in states.items()}
     findings = [v for k, v in truth.items() if k in FINDING_LABELS]
-    truth_text = {k: str(v) for k, v in truth.items()}
+    truth_text = {k: "" if v is None else str(v) for k, v in truth.items()}
     truth_text["No Finding"] = "" if any(v in (1, -1) for v in findings) else "1"
     return ";".join(f"{k}={v}" for k, v in truth_text.items())
 
@@ -301,8 +366,18 @@ def main(per_layout: int = 20) -> None:
     rng = random.Random(25)
     rows = []
     for layout, make in LAYOUTS.items():
-        for i in range(per_layout):
+        for i in range(2 * len(MIMIC_STATEMENTS) if layout == "mimic dictation" else per_layout):
             st = _pick(rng, rng.randint(2, 4))
+            if layout == "mimic dictation":  # one idiom among plain statements, after the history
+                line, named = MIMIC_INDICATIONS[i % len(MIMIC_INDICATIONS)]
+                own = MIMIC_STATEMENTS[i % len(MIMIC_STATEMENTS)]
+                # where the idiom names no finding, no other statement about the same anatomy
+                # does ("mass-like opacity" beside "crowded markings")
+                apart = None in own[2].values()
+                others = [x for x in st if not set(x[2]) & set(own[2])]
+                st = [own, *(x for x in others if not (apart and x[0] == own[0]))][:3]
+                judged = {k for x in st for k in x[2]}
+                st = [("context", line, {n: None for n in named if n not in judged}), *st]
             if layout == "addendum":  # a first read without a present finding, then one added
                 st = [x for x in st if 1 not in x[2].values()]
                 judged = {k for x in st for k in x[2]}
