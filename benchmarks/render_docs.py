@@ -370,6 +370,23 @@ def mimic_style() -> str:
     return "\n".join(lines)
 
 
+def mimic_corpus() -> str:
+    """``reportfed corpus mimic`` on generated MIMIC-CXR-sized trees: time and peak memory."""
+    found = _load("mimic_corpus")
+    lines = [
+        f"Measured on {_machine(found)} (`python -m benchmarks.mimic_corpus`, generated trees):",
+        "",
+        "| reports | wall | reports/s | peak RSS | table written |",
+        "| ---: | ---: | ---: | ---: | ---: |",
+    ]
+    lines += [
+        f"| {r['studies']:,} | {r['wall_s']:.1f} s | {r['reports_per_s']:,.0f} | "
+        f"{r['peak_rss_mb']:.0f} MB | {r['output_mb']:.1f} MB |"
+        for r in found["rows"]
+    ]
+    return "\n".join(lines)
+
+
 def assertion_context() -> str:
     """Share of right states on the suites and IU F1 of state 1, per way of reading assertions."""
     found = _load("assertion_context")
@@ -624,6 +641,7 @@ RENDERERS: dict[str, Callable[[], str]] = {
     "styles": styles,
     "assertion_context": assertion_context,
     "mimic_style": mimic_style,
+    "mimic_corpus": mimic_corpus,
     "cold_label": functools.partial(cold_label, "cold_label"),
     "cold_label_avx2": functools.partial(cold_label, "cold_label_avx2"),
     "granularity": granularity,

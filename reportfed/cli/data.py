@@ -21,20 +21,37 @@ from reportfed.cli.options import (
 from reportfed.core.errors import ReportfedError
 from reportfed.core.files import atomic_write, table_data
 from reportfed.core.labels import CHEXPERT_14
+from reportfed.data.mimic import LABELERS, SECTIONS, SPLITS
+
+
+def _corpus_labels(args: argparse.Namespace) -> list[str]:
+    """The label columns ``--labels`` keeps (default: the 14 CheXpert labels)."""
+    if not args.labels:
+        return list(CHEXPERT_14)
+    from reportfed.core.labels import LabelSpace
+
+    labels = list(LabelSpace.of(names(args.labels)))
+    unknown = [n for n in labels if n not in CHEXPERT_14]
+    if unknown:
+        raise ReportfedError(f"{args.name} has no {unknown} labels; it has {list(CHEXPERT_14)}")
+    return labels
 
 
 def cmd_corpus(args: argparse.Namespace) -> None:
+    wrong = {"iu": ("--root", args.root), "mimic": ("--archive", args.archive)}[args.name]
+    if wrong[1] is not None:
+        raise ReportfedError(f"{wrong[0]} is not an option of corpus {args.name}")
+    if args.name == "mimic":
+        _corpus_mimic(args)
+    else:
+        _corpus_iu(args)
+
+
+def _corpus_iu(args: argparse.Namespace) -> None:
     from reportfed.data.iu import load_iu_frame
     from reportfed.data.table import CORPUS_COLUMNS
 
-    labels = list(CHEXPERT_14)
-    if args.labels:
-        from reportfed.core.labels import LabelSpace
-
-        labels = list(LabelSpace.of(names(args.labels)))
-        unknown = [n for n in labels if n not in CHEXPERT_14]
-        if unknown:
-            raise ReportfedError(f"IU has no {unknown} labels; it has {list(CHEXPERT_14)}")
+    labels = _corpus_labels(args)
     archive = [("--archive", Path(args.archive))] if args.archive else []
     check_outputs([], tables=[("--out", Path(args.out))], inputs=archive)
     frame = load_iu_frame(args.archive, granuloma_as_lesion=args.granuloma_as_lesion)
@@ -56,6 +73,82 @@ def cmd_corpus(args: argparse.Namespace) -> None:
         f"wrote {len(out)} IU reports to {args.out} (left out the {unindexed} that IU never "
         "indexed, MeSH 'No Indexing': they have no labels)\n"
         + label_counts(labels, out[labels].to_numpy(float))
+    )
+
+
+def _corpus_mimic(args: argparse.Namespace) -> None:
+    """A site table from a local MIMIC-CXR copy, streamed (:mod:`reportfed.data.mimic`)."""
+    import numpy as np
+    from tqdm.auto import tqdm
+
+    from reportfed.core.files import StagedTables
+    from reportfed.data.mimic import MimicCounts, iter_mimic
+
+    if args.root is None:
+        raise ReportfedError("corpus mimic needs --root, the folder of a local MIMIC-CXR copy")
+    if args.granuloma_as_lesion:
+        raise ReportfedError("--granuloma-as-lesion is IU's (its MeSH terms); MIMIC has labels")
+    labels = _corpus_labels(args)
+    check_outputs([], tables=[("--out", Path(args.out))], inputs=[("--root", Path(args.root))])
+    columns = [CHEXPERT_14.index(n) for n in labels]
+    counts = MimicCounts()
+    rows = iter_mimic(
+        args.root, labeler=args.labeler, split=args.split, sections=args.sections, counts=counts
+    )
+    chosen: list[tuple[int, tuple[str, str, np.ndarray]]] = []  # --sample: a reservoir
+    rng = np.random.default_rng(args.seed)
+    tally = np.zeros((len(labels), 4), dtype=np.int64)  # 1, 0, -1, blank per label
+    written = 0
+
+    def frame(batch: list[tuple[str, str, np.ndarray]]) -> pd.DataFrame:
+        states = np.stack([row[2][columns] for row in batch])
+        for k, state in enumerate((1.0, 0.0, -1.0)):
+            tally[:, k] += (states == state).sum(axis=0)
+        tally[:, 3] += np.isnan(states).sum(axis=0)
+        out = pd.DataFrame({"id": [r[0] for r in batch], "Reports": [r[1] for r in batch]})
+        return pd.concat([out, pd.DataFrame(states, columns=labels)], axis=1)
+
+    with StagedTables([args.out]) as staged:
+        batch: list[tuple[str, str, np.ndarray]] = []
+        for n, row in enumerate(tqdm(rows, desc="reports", unit="report", leave=False)):
+            if args.sample is not None:
+                if len(chosen) < args.sample:
+                    chosen.append((n, row))
+                elif (j := int(rng.integers(n + 1))) < args.sample:
+                    chosen[j] = (n, row)
+                continue
+            batch.append(row)
+            if len(batch) == 4096:
+                staged.append(args.out, frame(batch))
+                written += len(batch)
+                batch = []
+        if args.sample is not None:
+            if counts.kept < args.sample:
+                raise ReportfedError(
+                    f"--sample {args.sample}: {args.root} has {counts.kept} reports to draw from"
+                )
+            batch = [row for _, row in sorted(chosen, key=lambda c: c[0])]
+        if not batch and not written:
+            raise ReportfedError(f"{args.root}: no labelled report with text in its sections")
+        if batch:
+            staged.append(args.out, frame(batch))
+            written += len(batch)
+    left = [
+        f"{counts.unlabelled} reports without a label row",
+        f"{counts.without_report} labelled studies without a report",
+    ]
+    if args.split:
+        left.append(f"{counts.other_split} reports of other splits")
+    if counts.empty:
+        left.append(f"{counts.empty} reports without {args.sections} text")
+    say(
+        f"wrote {written} MIMIC-CXR reports ({args.labeler} labels, {args.sections} sections"
+        + (f", {args.split} split" if args.split else "")
+        + f") to {args.out}; left out: {', '.join(left)}\n"
+        + "\n".join(
+            f"  {name:<28}{t[0]:>7} positive {t[1]:>7} negated {t[2]:>7} uncertain {t[3]:>7} blank"
+            for name, t in zip(labels, tally, strict=True)
+        )
     )
 
 
@@ -96,9 +189,38 @@ def cmd_embed(args: argparse.Namespace) -> None:
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     """Add ``corpus`` and ``embed`` to the ``reportfed`` parser."""
     p = sub.add_parser("corpus", help="build a reports + labels table from a corpus")
-    p.add_argument("name", choices=["iu"], help="the corpus: iu, the IU chest X-ray reports")
+    p.add_argument(
+        "name",
+        choices=["iu", "mimic"],
+        help="the corpus: iu, the IU chest X-ray reports; mimic, a local MIMIC-CXR copy",
+    )
     p.add_argument("--out", required=True, help="output CSV or Parquet")
-    p.add_argument("--archive", default=None, help="path to NLMCXR_reports.tgz (else resolved)")
+    p.add_argument("--archive", default=None, help="iu: NLMCXR_reports.tgz (else resolved)")
+    p.add_argument(
+        "--root",
+        default=None,
+        help="mimic: the folder holding MIMIC-CXR's files/ tree or mimic-cxr-reports.zip and "
+        "MIMIC-CXR-JPG's label and split files (there or up to two folders below)",
+    )
+    p.add_argument(
+        "--labeler",
+        choices=LABELERS,
+        default="chexpert",
+        help="mimic: whose labels, the CheXpert labeler's or NegBio's (default: chexpert)",
+    )
+    p.add_argument(
+        "--split",
+        choices=SPLITS,
+        default=None,
+        help="mimic: keep the studies of one official split (default: all)",
+    )
+    p.add_argument(
+        "--sections",
+        choices=SECTIONS,
+        default="labelled",
+        help="mimic: the text kept: labelled (impression, else findings, else the last "
+        "paragraph: what the labels were read from), findings-impression, or the whole report",
+    )
     p.add_argument(
         "--granuloma-as-lesion", action="store_true", help="count granulomas as Lung Lesion"
     )

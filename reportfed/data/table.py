@@ -281,6 +281,15 @@ def _cell(value: object) -> str:
     return str(value).strip()
 
 
+def training_labels(states: np.ndarray, uncertain: Uncertain, blank: Blank) -> np.ndarray:
+    """Four-state labels (1.0, 0.0, -1.0, NaN for blank) as a trainer reads them: -1 and blank
+    by the ``uncertain`` and ``blank`` policies of :func:`read_reports`."""
+    out = np.array(states, dtype=np.float32, copy=True)
+    out[np.isnan(states)] = _BLANK_VALUE[blank]
+    out[states == -1.0] = _UNCERTAIN_VALUE[uncertain]
+    return out
+
+
 def parse_label_column(
     path: Path,
     column: str,

@@ -1,0 +1,168 @@
+"""``reportfed corpus mimic`` on a MIMIC-CXR stand-in in PhysioNet's published layout
+(tests/data/make_mimic_fixture.py; never real MIMIC text), as users type it, and the sections
+the MIMIC-CXR authors' parser defines."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from reportfed.core.labels import CHEXPERT_14
+from reportfed.data.mimic import load_mimic, report_sections, section_text
+from reportfed.data.table import read_reports
+from tests.data.make_mimic_fixture import write_fixture
+
+from .conftest import ROOT
+
+
+def corpus(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``reportfed corpus mimic ...`` in its own process."""
+    return subprocess.run(
+        [sys.executable, "-m", "reportfed", "corpus", "mimic", *argv],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=300,
+    )
+
+
+@pytest.fixture(scope="module")
+def fixture_root(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, object]]:
+    root = tmp_path_factory.mktemp("mimic")
+    return root, write_fixture(root, 60)
+
+
+def test_corpus_mimic_writes_the_labelled_sections_and_their_states(
+    fixture_root: tuple[Path, dict], tmp_path: Path
+) -> None:
+    root, made = fixture_root
+    done = corpus("--root", str(root), "--out", "mimic.csv", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    last = done.stderr.strip().splitlines()
+    assert (
+        "wrote 58 MIMIC-CXR reports (chexpert labels, labelled sections) to mimic.csv; left out: "
+        "2 reports without a label row, 3 labelled studies without a report" in done.stderr
+    )
+    assert any(line.split()[:2] == ["Pleural", "Effusion"] for line in last)
+    frame = pd.read_csv(tmp_path / "mimic.csv", dtype={"id": str})
+    assert list(frame.columns) == ["id", "Reports", *CHEXPERT_14]
+    truth = {row["study_id"]: row for row in made["chexpert"]}
+    for _, row in frame.iterrows():
+        for name in CHEXPERT_14:
+            want = truth[row["id"]][name]
+            assert (np.isnan(row[name]) and want == "") or row[name] == float(want), (row, name)
+    # the impression was read where there is one; the indication line never is
+    assert not frame["Reports"].str.contains("//").any()
+    states = frame[list(CHEXPERT_14)].to_numpy()
+    assert set(np.unique(states[~np.isnan(states)])) == {1.0, 0.0, -1.0}
+    # a site table the trainer reads as it reads any: -1 by --uncertain, blank by --blank
+    table = read_reports(tmp_path / "mimic.csv")
+    assert len(table.texts) == 58 and not np.isnan(table.labels).any()
+
+
+def test_split_labeler_sections_sample(fixture_root: tuple[Path, dict], tmp_path: Path) -> None:
+    root, made = fixture_root
+    test_studies = {r["study_id"] for r in made["split"] if r["split"] == "test"}
+    done = corpus("--root", str(root), "--out", "t.csv", "--split", "test", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    ids = set(pd.read_csv(tmp_path / "t.csv", dtype={"id": str})["id"])
+    assert ids and ids <= test_studies and "reports of other splits" in done.stderr
+    # NegBio's file, the whole report, and a reproducible draw of a few
+    done = corpus(
+        "--root", str(root), "--out", "n.parquet", "--labeler", "negbio", "--sections",
+        "report", "--sample", "7", "--seed", "3", "--labels", "Edema,Pleural Effusion",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    frame = pd.read_parquet(tmp_path / "n.parquet")
+    assert list(frame.columns) == ["id", "Reports", "Edema", "Pleural Effusion"]
+    assert len(frame) == 7 and frame["Reports"].str.contains("FINAL REPORT").any()
+    assert not (frame["Edema"] == -1.0).any()  # NegBio leaves the fixture's hedged edema blank
+    again = corpus(
+        "--root", str(root), "--out", "again.parquet", "--labeler", "negbio", "--sections",
+        "report", "--sample", "7", "--seed", "3", "--labels", "Edema,Pleural Effusion",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert again.returncode == 0
+    pd.testing.assert_frame_equal(frame, pd.read_parquet(tmp_path / "again.parquet"))
+
+
+def test_the_reports_zip_reads_as_the_tree(fixture_root: tuple[Path, dict], tmp_path: Path) -> None:
+    root, _ = fixture_root
+    zipped = tmp_path / "physionet" / "mimic-cxr"  # the files one folder below the root
+    write_fixture(zipped, 60, as_zip=True)
+    assert not (zipped / "files").exists()
+    tree = load_mimic(root, sections="findings-impression")
+    from_zip = load_mimic(tmp_path / "physionet", sections="findings-impression")
+    assert tree.ids == from_zip.ids and tree.texts == from_zip.texts
+    np.testing.assert_array_equal(tree.labels, from_zip.labels)
+    assert any(t.startswith("FINDINGS: ") and "\n\nIMPRESSION: " in t for t in tree.texts)
+
+
+def _error(done: subprocess.CompletedProcess[str]) -> str:
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr
+    assert lines[-1].startswith("reportfed: error: "), done.stderr
+    return lines[-1]
+
+
+def test_wrong_inputs_end_in_one_error_line(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert "no mimic-cxr-2.0.0-chexpert.csv.gz" in _error(
+        corpus("--root", str(empty), "--out", "x.csv", cwd=tmp_path)
+    )
+    assert "no such folder" in _error(
+        corpus("--root", str(tmp_path / "nowhere"), "--out", "x.csv", cwd=tmp_path)
+    )
+    assert "needs --root" in _error(corpus("--out", "x.csv", cwd=tmp_path))
+    # a label file without a column, and one that is not gzip
+    broken = tmp_path / "broken"
+    write_fixture(broken, 12)
+    labels = broken / "mimic-cxr-2.0.0-chexpert.csv.gz"
+    frame = pd.read_csv(labels, dtype=str)
+    with gzip.open(labels, "wt") as f:
+        frame.drop(columns="Edema").to_csv(f, index=False)
+    assert "no column 'Edema'" in _error(
+        corpus("--root", str(broken), "--out", "x.csv", cwd=tmp_path)
+    )
+    labels.write_text(frame.to_csv(index=False))
+    assert "not a gzip file" in _error(
+        corpus("--root", str(broken), "--out", "x.csv", cwd=tmp_path)
+    )
+    (broken / "mimic-cxr-2.0.0-chexpert.csv.gz").unlink()
+    (broken / "mimic-cxr-2.0.0-split.csv.gz").unlink()
+    broken_negbio = ("--labeler", "negbio", "--split", "test")
+    assert "no mimic-cxr-2.0.0-split.csv.gz" in _error(
+        corpus("--root", str(broken), "--out", "x.csv", *broken_negbio, cwd=tmp_path)
+    )
+    assert not (tmp_path / "x.csv").exists()  # outputs all or none
+
+
+def test_sections_as_the_mimic_cxr_authors_parser_defines_them() -> None:
+    report = (
+        "FINAL REPORT\n EXAMINATION:  CHEST (PA AND LAT)\n \n INDICATION:  ___M with cough. // ?PNA\n"
+        " \n FINDINGS:  No focal consolidation.\n \n IMPRESSIONS:  No acute process.\n"
+    )
+    found = report_sections(report)
+    assert (
+        found["impression"] == "No acute process."
+        and found["findings"] == "No focal consolidation."
+    )
+    assert found["preamble"] == "FINAL REPORT" and found["indication"] == "___M with cough. // ?PNA"
+    assert section_text(report) == "No acute process."
+    assert section_text(report.replace("IMPRESSIONS:  No acute process.\n", "")) == (
+        "No focal consolidation."
+    )
+    assert section_text("CONCLUSION: Small effusion.") == "Small effusion."
+    # no header at all: the last paragraph, as the labels were read
+    assert section_text("Heart normal.\n \nNo pneumothorax.") == "No pneumothorax."
+    assert section_text("") == ""
