@@ -5,7 +5,6 @@ import pandas as pd
 import pytest
 
 from reportfed.core.errors import InputFileError
-from reportfed.data.mimic import load_mimic, report_sections
 from reportfed.data.table import read_reports
 
 from .conftest import shared_file
@@ -97,43 +96,6 @@ def test_training_tables_need_a_known_label(tmp_path) -> None:
     path = write(tmp_path, "r.csv", "text,Foo,Bar\nx,1,0\n")
     with pytest.raises(InputFileError, match="no label column matches"):
         read_reports(path, require_labels=True)
-
-
-def test_mimic_layout(tmp_path) -> None:
-    reports = {
-        (
-            "10000032",
-            "50414267",
-        ): "FINAL REPORT\n EXAMINATION: CHEST\n\n FINDINGS: Small left effusion.\n\n"
-        " IMPRESSION: Left pleural effusion.\n",
-        ("10000032", "53189527"): "FINDINGS: No acute process.\n",
-        ("11000011", "51234567"): "INDICATION: cough\n",  # no findings/impression: skipped
-    }
-    for (subject, study), text in reports.items():
-        d = tmp_path / "files" / f"p{subject[:2]}" / f"p{subject}"
-        d.mkdir(parents=True, exist_ok=True)
-        (d / f"s{study}.txt").write_text(text)
-    header = (
-        "subject_id,study_id,Atelectasis,Cardiomegaly,Consolidation,Edema,Enlarged Cardiomediastinum,"
-        "Fracture,Lung Lesion,Lung Opacity,No Finding,Pleural Effusion,Pleural Other,Pneumonia,"
-        "Pneumothorax,Support Devices\n"
-    )
-    rows = [
-        "10000032,50414267,,,,,,,,,,1.0,,,,",
-        "10000032,53189527,,,,,,,,,1.0,,,,,",
-        "11000011,51234567,,,,,,,,,1.0,,,,,",
-        "19999999,59999999,,,,,,,,,1.0,,,,,",
-    ]
-    with gzip.open(tmp_path / "mimic-cxr-2.0.0-chexpert.csv.gz", "wt") as f:
-        f.write(header + "\n".join(rows) + "\n")
-    table = load_mimic(tmp_path)
-    assert table.ids == ["s50414267", "s53189527"]
-    assert table.texts[0] == "Small left effusion. Left pleural effusion."
-    assert table.labels[0, table.label_space.index("Pleural Effusion")] == 1.0
-    assert table.labels[0, table.label_space.index("Edema")] == 0.0  # blank: not mentioned
-    ignored = load_mimic(tmp_path, blank="ignore")
-    assert np.isnan(ignored.labels[0, ignored.label_space.index("Edema")])
-    assert report_sections("FINDINGS: a\nIMPRESSION: b")["IMPRESSION"] == "b"
 
 
 def test_missing_report_cells_are_skipped_and_ids_kept(tmp_path) -> None:
