@@ -54,6 +54,7 @@ from experiments.beyond import (
     f1_table,
     sweep_plot,
 )
+from experiments.iu_mimic import MIMIC_REPORTS, iu_mimic
 from experiments.protocol import Protocol, scenario
 from experiments.runner import (
     CENTRALS,
@@ -74,6 +75,7 @@ from experiments.runner import (
 from experiments.sources import mpnet_path, negbio_csv
 from experiments.styles import STYLE_SETTINGS, styled, styles_plot, styles_table
 from reportfed.core.config import PAPER, FederationConfig
+from reportfed.core.errors import ReportfedError
 from reportfed.core.files import atomic_write
 from reportfed.core.labels import CHEXPERT_13, LabelSpace, canonical
 from reportfed.data.iu import load_negbio
@@ -249,8 +251,11 @@ def vocab_merge_table(labels: pd.DataFrame) -> str:
     return "\n".join(rows) + "\n"
 
 
-def settings_for(name: str, embedders: Sequence[str]) -> tuple[list[Setting], str]:
-    """The settings of an experiment and its plot x-axis label."""
+def settings_for(
+    name: str, embedders: Sequence[str], mimic: tuple[Path, int] | None = None
+) -> tuple[list[Setting], str]:
+    """The settings of an experiment and its plot x-axis label; ``mimic`` (a MIMIC-CXR copy's
+    root and how many of its reports) makes ``noniid`` the paper's IU + MIMIC experiment."""
     central = Setting("central", 1, _iid(n_nodes=1), ("central",))
     if name == "paper":
         return [central] + [Setting(f"K={k}", k, _iid(n_nodes=k)) for k in (2, 10)], ""
@@ -283,6 +288,22 @@ def settings_for(name: str, embedders: Sequence[str]) -> tuple[list[Setting], st
                 for s in range(14)
             ],
             "labels shared by both sites (K=2, IID)",
+        )
+    if name == "noniid" and mimic is not None:
+        return (
+            [
+                Setting(
+                    f"iu+mimic shared={s}",
+                    s,
+                    iu_mimic(s, *mimic),
+                    (REFERENCE, *BASELINES, "local-heads", DEFAULTS)
+                    if s in (0, 13)
+                    else (REFERENCE, DEFAULTS),
+                    baseline_repeats=10,
+                )
+                for s in range(14)
+            ],
+            "labels shared by the IU and the MIMIC-CXR site",
         )
     if name == "noniid":
         grid = (0, 2, 4, 6, 8, 10, 12, 13)
@@ -444,6 +465,18 @@ def beyond_tables(
     )
 
 
+def title(name: str, tag: str, mimic: tuple[Path, int] | None) -> str:
+    """An experiment's table title; ``noniid``'s says which hospitals its two sites are."""
+    if name != "noniid":
+        return f"Experiment: {tag}"
+    if mimic is not None:
+        return f"Experiment: {tag} (one IU site and one MIMIC-CXR site, {mimic[1]} reports of {mimic[0]})"
+    return (
+        f"Experiment: {tag} (IU stand-in: both sites built from IU's reports; --mimic-root runs "
+        "IU + MIMIC-CXR)"
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         prog="python -m experiments",
@@ -470,13 +503,34 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="extra embedder spec for 'embeddings' (e.g. hf:/models/Bio_ClinicalBERT); repeatable",
     )
     parser.add_argument(
+        "--mimic-root",
+        type=Path,
+        default=None,
+        help="noniid: a local MIMIC-CXR copy (reportfed corpus mimic's --root): one IU site and "
+        "one MIMIC site, the paper's third experiment (default: both sites from IU)",
+    )
+    parser.add_argument(
+        "--mimic-reports",
+        type=int,
+        default=MIMIC_REPORTS,
+        help=f"noniid: reports of the MIMIC site, drawn once from its train split (default "
+        f"{MIMIC_REPORTS}, as many as IU's site)",
+    )
+    parser.add_argument(
         "--tables-only",
         action="store_true",
         help="write the tables and plots from the runs stored in --out, training nothing "
         "(a long sweep's partial results)",
     )
     args = parser.parse_args(argv)
-    settings, xlabel = settings_for(args.name, args.embedder)
+    if args.mimic_root is not None and args.name != "noniid":
+        raise ReportfedError("--mimic-root is the noniid experiment's")
+    mimic = None if args.mimic_root is None else (args.mimic_root, args.mimic_reports)
+    if mimic is not None and not args.mimic_root.is_dir():
+        raise ReportfedError(f"--mimic-root {args.mimic_root}: no such folder")
+    settings, xlabel = settings_for(args.name, args.embedder, mimic)
+    if args.quick and mimic is not None:  # the ends of the grid: no label shared, every label
+        settings = [s for s in settings if s.x in (0, 13)]
     repeats = repeats_default(args.quick, args.repeats)
     if args.quick or args.repeats is not None:
         settings = [
@@ -484,7 +538,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             for s in settings
         ]
     config = replace(PAPER, rounds=5) if args.quick else PAPER
-    tag = f"{args.name}-quick" if args.quick else args.name
+    name = f"{args.name}-mimic" if mimic is not None else args.name
+    tag = f"{name}-quick" if args.quick else name
     out = Path(args.out)
     print(f"results: {out.resolve()}", file=sys.stderr, flush=True)
     methods = {**METHODS, **VARIANTS, **SENTENCE_VARIANTS, **CONSORTIUM}
@@ -498,6 +553,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         )
     summary = summarize(runs, settings, methods)
     text_notes = notes(config, repeats)
+    if mimic is not None:
+        text_notes += (
+            f"\n\nThe MIMIC-CXR site: {args.mimic_reports} reports drawn once (seed 0) from the "
+            "official train split, the CheXpert labeler's labels (-1 and blank as 0, as in the "
+            "papers), the text read through reportfed's sentence splitter and section scope; "
+            "the IU site: IU's reports. Each site's test rows join one test set."
+        )
     if args.name == "paper":
         text_notes += "\n\nPaper (Shah et al., MIDL 2025, private radiologist labels): central 91.67%, K=2 89.98%, K=10 74.73%."
     if args.name == "embeddings":
@@ -505,7 +567,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             "\n\nEmbedders (kind:model:sha256 of the weight files:precision): "
             + ", ".join(sorted(set(runs["embedder"])))
         )
-    text = markdown(summary, f"Experiment: {tag}", text_notes)
+    text = markdown(summary, title(args.name, tag, mimic), text_notes)
     focus = max(
         settings, key=lambda s: len(s.methods)
     ).name  # per-label detail where most methods ran

@@ -195,3 +195,50 @@ def test_the_committed_beyond_tables_are_what_its_committed_runs_give(tmp_path) 
     assert (tmp_path / "beyond.md").read_text() == (committed / "beyond.md").read_text()
     for png in ("beyond-sweep.png", "beyond-rounds.png", "beyond-labels.png"):
         assert (tmp_path / png).read_bytes()[:4] == b"\x89PNG"
+
+
+def test_the_iu_mimic_experiment_runs_on_the_mimic_fixture(
+    tmp_path: Path, embeddings_cache: Path, iu_archive: Path
+) -> None:
+    """The paper's third experiment as a user types it, on a MIMIC-CXR stand-in in PhysioNet's
+    layout (tests/data/make_mimic_fixture.py): one IU site, one MIMIC site, its tables and plot."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.data.make_mimic_fixture import write_fixture
+
+    from .conftest import ROOT
+
+    write_fixture(tmp_path / "mimic", 60)
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "REPORTFED_EMBEDDINGS_CACHE": str(embeddings_cache),
+    }
+    argv = ["noniid", "--mimic-root", "mimic", "--mimic-reports", "30", "--quick", "--repeats", "1"]
+    done = subprocess.run(
+        [sys.executable, "-m", "experiments", *argv, "--out", "out"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1200,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    table = (tmp_path / "out" / "noniid-mimic-quick.md").read_text()
+    assert table.startswith(
+        "# Experiment: noniid-mimic-quick (one IU site and one MIMIC-CXR site, 30 reports of mimic)"
+    )
+    runs = pd.read_csv(tmp_path / "out" / "noniid-mimic-quick.csv")
+    assert set(runs["setting"]) == {"iu+mimic shared=0", "iu+mimic shared=13"}
+    assert {"surgical", "central-masked", "local"} <= set(runs["method"])
+    assert (tmp_path / "out" / "noniid-mimic-quick-iu+mimic.png").read_bytes()[:4] == b"\x89PNG"
+    # --mimic-root belongs to noniid; without it noniid's title names its IU stand-in
+    wrong = subprocess.run(
+        [sys.executable, "-m", "experiments", "paper", "--mimic-root", "mimic", "--quick"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert wrong.returncode == 2
+    assert wrong.stderr.strip().splitlines()[-1] == (
+        "reportfed: error: --mimic-root is the noniid experiment's"
+    )
+    from experiments.suite import title
+
+    assert "IU stand-in: both sites built from IU's reports" in title("noniid", "noniid", None)

@@ -107,6 +107,7 @@ def test_context_sections_are_not_read() -> None:
         ("HISTORY\nPneumonia last month.\n\nFINDINGS\nLungs are clear.", ["Lungs are clear."]),
         ("Indication\nChest pain.\n\nLungs are clear.", ["Lungs are clear."]),
         ("HISTORY ___M with CHF.\n\nNo effusion.", ["No effusion."]),
+        ("IMPRESSION:\nCOMPARISON ___. NO NODULES.", ["COMPARISON ___.", "NO NODULES."]),
         ("History of CHF is noted.\n\nNo effusion.", ["History of CHF is noted.", "No effusion."]),
         # a first paragraph without a header that reads as the clinical question, where findings
         # follow it

@@ -16,7 +16,7 @@ pytest.importorskip("monai")
 
 from reportfed.combine import combine
 from reportfed.core.config import FederationConfig
-from reportfed.core.errors import InputFileError
+from reportfed.core.errors import ConfigError, InputFileError
 from reportfed.core.labels import LabelSpace
 from reportfed.core.metrics import auroc
 from reportfed.labeler import ReportLabeler
@@ -136,6 +136,17 @@ def test_image_tables_layouts_loading_and_augmentation(tmp_path: Path) -> None:
     m = read_image_table(meta, layout="mimic", uncertain="ones")
     assert m.paths[0].as_posix().endswith("files/p10/p10000032/s50414267/d1.jpg")
     assert m.labels[0, 0] == 1 and m.labels[0, 1] == 0  # blank in chexpert.csv: not mentioned
+    # the official split, as `reportfed corpus mimic --split` reads it: by image here
+    with pytest.raises(InputFileError, match="split.csv"):
+        read_image_table(meta, layout="mimic", split="test")
+    import gzip
+
+    with gzip.open(tmp_path / "mimic-cxr-2.0.0-split.csv.gz", "wt") as f:
+        f.write("dicom_id,study_id,subject_id,split\nd1,50414267,10000032,test\n")
+    assert len(read_image_table(meta, layout="mimic", split="test")) == 1
+    assert len(read_image_table(meta, layout="mimic", split="train")) == 0
+    with pytest.raises(ConfigError, match="mimic layout only"):
+        read_image_table(nih, layout="nih", split="test")
 
     x, y = ImageDataset(table, image_size=32, channels=3, train=True)[1]
     assert x.shape == (3, 32, 32) and y.shape == (2,)

@@ -12,7 +12,9 @@ Layouts read by :func:`read_image_table`:
   joined by ``|``; every label annotated);
 * ``mimic`` — MIMIC-CXR-JPG: ``mimic-cxr-2.0.0-metadata.csv(.gz)`` joined with
   ``mimic-cxr-2.0.0-chexpert.csv(.gz)`` (give the metadata file; the label file sits beside it),
-  images at ``files/pXX/pSUBJECT/sSTUDY/DICOM_ID.jpg``.
+  images at ``files/pXX/pSUBJECT/sSTUDY/DICOM_ID.jpg``; ``split`` keeps the images that
+  ``mimic-cxr-2.0.0-split.csv(.gz)`` beside them puts in one official split, as ``reportfed
+  corpus mimic --split`` keeps their studies.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from torch.nn import functional as F
 from reportfed.core.config import Blank, Uncertain
 from reportfed.core.errors import ConfigError, InputFileError
 from reportfed.core.labels import NIH_14, LabelSpace, canonical, check_label_matrix, is_known
+from reportfed.data.mimic import SPLITS, Split, read_split
 from reportfed.data.table import parse_label_column
 
 PATH_COLUMNS = ("Path", "path", "image", "Image Index", "file")
@@ -73,11 +76,15 @@ def read_image_table(
     layout: Layout = "table",
     uncertain: Uncertain = "zeros",
     blank: Blank = "negative",
+    split: Split | None = None,
 ) -> ImageTable:
     """Read an image table; relative image paths are resolved against ``image_root`` (default:
     the table's directory). Label cells read as report tables' do (:mod:`reportfed.core.config`'s
-    ``Blank`` and ``Uncertain``: a blank cell is a negative by default)."""
+    ``Blank`` and ``Uncertain``: a blank cell is a negative by default). ``split``: the mimic
+    layout's images of one official split."""
     path = Path(path)
+    if split is not None and (layout != "mimic" or split not in SPLITS):
+        raise ConfigError(f"split {split!r}: one of {', '.join(SPLITS)}, of the mimic layout only")
     root = Path(image_root) if image_root is not None else path.parent
     frame = _read(path)
     if layout == "nih":
@@ -92,6 +99,15 @@ def read_image_table(
         label_file = path.with_name(path.name.replace("metadata", "chexpert"))
         chexpert = _read(label_file)
         frame = frame.merge(chexpert, on=["subject_id", "study_id"], how="inner")
+        if split is not None:
+            name = path.name.replace("metadata", "split").removesuffix(".gz")
+            found = next(
+                (p for p in (path.with_name(name), path.with_name(name + ".gz")) if p.is_file()),
+                None,
+            )
+            if found is None:
+                raise InputFileError(f"{path.with_name(name)}(.gz): no such file, for split")
+            frame = frame[frame["dicom_id"].isin(read_split(found, split, "dicom_id"))]
         files = [
             f"files/p{s[:2]}/p{s}/s{t}/{d}.jpg"
             for s, t, d in zip(

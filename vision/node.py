@@ -147,6 +147,7 @@ def load_image_node(settings: NodeSettings, config: ImageFederationConfig) -> Im
         layout=settings.layout,  # type: ignore[arg-type]
         uncertain=settings.uncertain,
         blank=settings.blank,
+        split=settings.split or None,  # type: ignore[arg-type]
     )
     fit, val = split_rows(len(table), settings.val_fraction, np.random.default_rng(config.seed))
     name = settings.name or Path(settings.data).parent.name

@@ -152,6 +152,9 @@ class NodeSettings(SiteSettings):
         "", "image nodes: directory relative image paths start from", private=True
     )
     layout: str = setting("table", "image nodes: table, nih or mimic")
+    split: str = setting(
+        "", "image nodes, mimic layout: keep one official split, train, validate or test"
+    )
     warm: bool = setting(
         True,
         "answer messages from one warm process that keeps torch imported and the node's data "

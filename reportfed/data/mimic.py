@@ -221,12 +221,13 @@ class MimicLabels:
         return cls(path, rows, np.concatenate(parts) if parts else cls(path).states)
 
 
-def read_split(path: Path, split: Split) -> set[str]:
-    """The study ids whose images ``path`` (the official split file) puts in ``split``."""
-    studies: set[str] = set()
-    for chunk in _read_csv_chunks(path, ["study_id", "split"]):
-        studies.update(chunk.loc[chunk["split"] == split, "study_id"])
-    return studies
+def read_split(path: Path, split: Split, key: str = "study_id") -> set[str]:
+    """The study ids (``key="dicom_id"``: the images) that ``path``, the official split file,
+    puts in ``split`` (a study is in the split of its images)."""
+    kept: set[str] = set()
+    for chunk in _read_csv_chunks(path, [key, "split"]):
+        kept.update(chunk.loc[chunk["split"] == split, key])
+    return kept
 
 
 @dataclass

@@ -138,7 +138,7 @@ def reading_of(
     site's reports, as :func:`reportfed.text.states.read_labels` gives them), with each label's
     template sentences embedded by ``embed`` where given."""
     columns = {name: found[:, c] for c, name in enumerate(labels)}
-    if embed is None:
+    if embed is None or not len(labels):  # a site that lacks no label has nothing to embed
         return Reading(columns)
     per_label = [template_rows(LabelSpace((name,)))[0] for name in labels]
     x = embed([t for texts in per_label for t in texts])

@@ -103,12 +103,13 @@ _PATIENT = re.compile(
 )
 _ASKS = re.compile(r"\b(?:eval(?:uate|uation)?|assess|r/o|rule out)\b", re.IGNORECASE)
 #: a context section's name without its colon: alone on its line in any case ("Indication"
-#: then a line break), or in capitals starting a line ("HISTORY ___-year-old woman ..."): the
-#: header it is
+#: then a line break), or in capitals starting a line of other words ("HISTORY ___-year-old
+#: woman ..."; in a report all in capitals, "COMPARISON ___." is a sentence): the header it is
 _BARE_HEADER = re.compile(
     rf"^([ \t]*(?i:{_SECTION_WORDS})(?:[ \t]+[A-Za-z]+){{0,2}})[ \t]*$|"
     r"^([ \t]*(?:INDICATIONS?|HISTORY|CLINICAL (?:HISTORY|INFORMATION|INDICATION)|"
-    r"REASON FOR (?:EXAM|EXAMINATION|STUDY)|COMPARISONS?|TECHNIQUE))(?=[ \t]+[^\s:])",
+    r"REASON FOR (?:EXAM|EXAMINATION|STUDY)|COMPARISONS?|TECHNIQUE))(?=[ \t]+[^\s:])"
+    r"(?=[^\n]*[a-z])",  # the header stands out from the line's own words, not all capitals
     re.MULTILINE,
 )
 
