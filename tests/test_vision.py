@@ -137,7 +137,7 @@ def test_image_tables_layouts_loading_and_augmentation(tmp_path: Path) -> None:
     assert m.paths[0].as_posix().endswith("files/p10/p10000032/s50414267/d1.jpg")
     assert m.labels[0, 0] == 1 and m.labels[0, 1] == 0  # blank in chexpert.csv: not mentioned
     # the official split, as `reportfed corpus mimic --split` reads it: by image here
-    with pytest.raises(InputFileError, match="split.csv"):
+    with pytest.raises(InputFileError, match=r"split\.csv"):
         read_image_table(meta, layout="mimic", split="test")
     import gzip
 
