@@ -79,6 +79,7 @@ from reportfed.core.errors import ReportfedError
 from reportfed.core.files import atomic_write
 from reportfed.core.labels import CHEXPERT_13, LabelSpace, canonical
 from reportfed.data.iu import load_negbio
+from reportfed.data.mimic import stand_in
 
 #: Shah et al. (MIDL 2025), private radiologist labels: paper accuracy (%).
 PAPER_NODES = {1.0: 91.67, 2.0: 89.98, 10.0: 74.73}
@@ -470,7 +471,11 @@ def title(name: str, tag: str, mimic: tuple[Path, int] | None) -> str:
     if name != "noniid":
         return f"Experiment: {tag}"
     if mimic is not None:
-        return f"Experiment: {tag} (one IU site and one MIMIC-CXR site, {mimic[1]} reports of {mimic[0]})"
+        kind = "a stand-in, not MIMIC-CXR" if stand_in(mimic[0]) else "MIMIC-CXR"
+        return (
+            f"Experiment: {tag} (one IU site and one MIMIC-CXR site, {mimic[1]} reports of "
+            f"{mimic[0]}: {kind})"
+        )
     return (
         f"Experiment: {tag} (IU stand-in: both sites built from IU's reports; --mimic-root runs "
         "IU + MIMIC-CXR)"

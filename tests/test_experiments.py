@@ -224,7 +224,8 @@ def test_the_iu_mimic_experiment_runs_on_the_mimic_fixture(
     assert done.returncode == 0, done.stderr[-3000:]
     table = (tmp_path / "out" / "noniid-mimic-quick.md").read_text()
     assert table.startswith(
-        "# Experiment: noniid-mimic-quick (one IU site and one MIMIC-CXR site, 30 reports of mimic)"
+        "# Experiment: noniid-mimic-quick (one IU site and one MIMIC-CXR site, 30 reports of "
+        "mimic: a stand-in, not MIMIC-CXR)"
     )
     runs = pd.read_csv(tmp_path / "out" / "noniid-mimic-quick.csv")
     assert set(runs["setting"]) == {"iu+mimic shared=0", "iu+mimic shared=13"}

@@ -48,8 +48,9 @@ def test_corpus_mimic_writes_the_labelled_sections_and_their_states(
     assert done.returncode == 0, done.stderr
     last = done.stderr.strip().splitlines()
     assert (
-        "wrote 58 MIMIC-CXR reports (chexpert labels, labelled sections) to mimic.csv; left out: "
-        "2 reports without a label row, 3 labelled studies without a report" in done.stderr
+        "wrote 58 MIMIC-CXR reports (chexpert labels, labelled sections) to mimic.csv; left "
+        "out: 2 reports without a label row, 3 labelled studies without a report, and it is a "
+        "stand-in (STAND-IN.txt), not MIMIC-CXR" in done.stderr
     )
     assert any(line.split()[:2] == ["Pleural", "Effusion"] for line in last)
     frame = pd.read_csv(tmp_path / "mimic.csv", dtype={"id": str})

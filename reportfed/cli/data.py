@@ -82,7 +82,7 @@ def _corpus_mimic(args: argparse.Namespace) -> None:
     from tqdm.auto import tqdm
 
     from reportfed.core.files import StagedTables
-    from reportfed.data.mimic import MimicCounts, iter_mimic
+    from reportfed.data.mimic import STAND_IN, MimicCounts, iter_mimic, stand_in
 
     if args.root is None:
         raise ReportfedError("corpus mimic needs --root, the folder of a local MIMIC-CXR copy")
@@ -141,6 +141,8 @@ def _corpus_mimic(args: argparse.Namespace) -> None:
         left.append(f"{counts.other_split} reports of other splits")
     if counts.empty:
         left.append(f"{counts.empty} reports without {args.sections} text")
+    if stand_in(args.root):
+        left.append(f"and it is a stand-in ({STAND_IN}), not MIMIC-CXR")
     say(
         f"wrote {written} MIMIC-CXR reports ({args.labeler} labels, {args.sections} sections"
         + (f", {args.split} split" if args.split else "")

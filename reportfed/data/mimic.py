@@ -52,6 +52,9 @@ LABEL_FILES: dict[Labeler, str] = {
     "negbio": "mimic-cxr-2.0.0-negbio.csv.gz",
 }
 SPLIT_FILE = "mimic-cxr-2.0.0-split.csv.gz"
+#: a file at a root that says it is a stand-in in MIMIC-CXR's layout, not MIMIC-CXR (the one
+#: tests/data/make_mimic_fixture.py writes): what is measured on it says so
+STAND_IN = "STAND-IN.txt"
 #: rows of a label or split file read at once
 CHUNK = 50_000
 
@@ -241,6 +244,11 @@ class MimicCounts:
     without_report: int = 0
     other_split: int = 0
     empty: int = 0
+
+
+def stand_in(root: str | Path) -> bool:
+    """Whether ``root`` is a stand-in in MIMIC-CXR's layout (:data:`STAND_IN`)."""
+    return (Path(root) / STAND_IN).is_file()
 
 
 def label_file(root: Path, labeler: Labeler) -> Path:

@@ -23,6 +23,7 @@ import random
 import zipfile
 from pathlib import Path
 
+from reportfed.data.mimic import STAND_IN
 from tests.data.make_mimic_suite import FAMILIES, Sentence, _report, _state
 
 #: MIMIC-CXR-JPG's label columns, in their published order
@@ -117,6 +118,10 @@ def write_fixture(
     with ``as_zip``) and return what :func:`build` made."""
     made = build(studies, seed)
     root.mkdir(parents=True, exist_ok=True)
+    (root / STAND_IN).write_text(
+        "A stand-in in MIMIC-CXR's published layout, written by tests/data/make_mimic_fixture.py:"
+        " no real MIMIC text; results on it measure the code, not the labels.\n"
+    )
     reports: dict[tuple[str, str], str] = made["reports"]  # type: ignore[assignment]
     paths = {
         f"files/p{subject[:2]}/p{subject}/s{study}.txt": text
