@@ -55,9 +55,11 @@ class ReportLabeler(ReportReader, BaseEstimator):
         ``None``: :class:`~reportfed.core.config.FederationConfig`'s defaults.
     val_fraction:
         Share of each node's rows held out, in [0, 1): the calibration is fitted on them and
-        the held-out quality measured (``provenance_["held_out"]``). The labelling thresholds
-        are each label's best F1 on every row annotated with it, held out or not (the rule of
-        docs/experiments.md: it raised leak-free F1 at 10 and 8 sites and lowered it at none).
+        the held-out quality measured (``provenance_["held_out"]``: AUROC, and F1 at thresholds
+        chosen on the training rows alone, with a caveat under ten positives). The labelling
+        thresholds are each label's best F1 on every row annotated with it, held out or not
+        (the rule of docs/experiments.md: it raised leak-free F1 at 10 and 8 sites and lowered
+        it at none), so they never measure themselves.
     cache_dir:
         Embedding cache directory; ``None``: ``$REPORTFED_EMBEDDINGS_CACHE`` or
         ``./embeddings_cache``.
@@ -183,7 +185,11 @@ class ReportLabeler(ReportReader, BaseEstimator):
         annotated = LabelSpace(
             tuple(n for j, n in enumerate(labels) if not np.isnan(y[:, j]).all())
         )
-        fed_nodes, val_rows, val_y, held = [], [], [], {}
+        fed_nodes, held = [], {}
+        val_rows: list[np.ndarray] = []
+        val_y: list[np.ndarray] = []
+        fit_rows: list[np.ndarray] = []
+        fit_y: list[np.ndarray] = []
         for name, (val, fit) in splits.items():
             rows = np.concatenate([val, fit])
             cols = np.flatnonzero(~np.isnan(y[rows]).all(axis=0))
@@ -206,10 +212,11 @@ class ReportLabeler(ReportReader, BaseEstimator):
                 node = with_read(replace(node, read=reading), annotated)
                 held[name]["read"] = [n for n in node.labels if n not in own]
             fed_nodes.append(node)
-            masked = np.full((len(val), len(labels)), np.nan, dtype=np.float32)
-            masked[:, cols] = y[np.ix_(val, cols)]
-            val_rows.append(val)
-            val_y.append(masked)
+            for rows_of, y_of, part in ((val_rows, val_y, val), (fit_rows, fit_y, fit)):
+                masked = np.full((len(part), len(labels)), np.nan, dtype=np.float32)
+                masked[:, cols] = y[np.ix_(part, cols)]
+                rows_of.append(part)
+                y_of.append(masked)
         vrows = np.concatenate(val_rows)
         watch = _validation_auroc(x[vrows], np.concatenate(val_y), labels) if len(vrows) else None
         result = run_federation(fed_nodes, config, evaluate=watch, progress=self.progress)
@@ -230,14 +237,18 @@ class ReportLabeler(ReportReader, BaseEstimator):
             },
         )
         # every row is its site's, NaN where the site does not annotate: thresholds from all
-        self.thresholds_ = f1_thresholds(
-            y[:, labels.indices(kept)], self.predict_scores_embeddings(x)
-        )
-        held_out: dict[str, dict[str, float | int | None]] = {}
+        columns = labels.indices(kept)
+        self.thresholds_ = f1_thresholds(y[:, columns], self.predict_scores_embeddings(x))
+        held_out: dict[str, dict[str, Any]] = {}
         if len(vrows):
-            truth = np.concatenate(val_y)[:, labels.indices(kept)]
+            truth = np.concatenate(val_y)[:, columns]
             scores = self.predict_scores_embeddings(x[vrows])
-            held_out = _held_out(truth, scores, self.thresholds_, kept)
+            # the quality users read is measured on rows that did not choose its thresholds
+            frows = np.concatenate(fit_rows)
+            chosen = f1_thresholds(
+                np.concatenate(fit_y)[:, columns], self.predict_scores_embeddings(x[frows])
+            )
+            held_out = _held_out(truth, scores, chosen, kept)
             if texts is not None:
                 val_texts = [texts[i] for i in vrows]
                 found = report_mentions(val_texts, list(kept))
@@ -277,22 +288,34 @@ def _chance_loss(config: FederationConfig) -> float:
     return math.log(2) * ((2 if config.balance else 1) + config.distill)
 
 
+#: held-out positives below which a label's AUROC and F1 say little: shown with a caveat
+FEW_POSITIVES = 10
+
+
 def _held_out(
     y: np.ndarray, scores: np.ndarray, thresholds: np.ndarray, labels: LabelSpace
-) -> dict[str, dict[str, float | int | None]]:
-    """Per label, what the held-out rows say of a fitted model: annotated rows, positives,
-    AUROC, and F1 at the labelling threshold, chosen on every annotated row, these among them
-    (None where a label has one class only)."""
+) -> dict[str, dict[str, Any]]:
+    """Per label, what the held-out rows ``y`` say of a fitted model: annotated rows, positives,
+    AUROC, F1 at ``thresholds`` (chosen on the training rows, never on these; None where a label
+    has one class only) and, under :data:`FEW_POSITIVES` positives, a caveat saying so."""
     aucs, f1s = auroc(y, scores), f1_at(y, scores, thresholds)
     known = ~np.isnan(y)
-    out: dict[str, dict[str, float | int | None]] = {}
+    out: dict[str, dict[str, Any]] = {}
     for c, name in enumerate(labels):
         one_class = bool(np.isnan(aucs[c]))
+        positives = int((y[known[:, c], c] == 1).sum())
+        rows = int(known[:, c].sum())
+        caveat = None
+        if one_class:
+            caveat = "no held-out positive" if not positives else "no held-out negative"
+        elif positives < FEW_POSITIVES:
+            caveat = f"{positives} held-out positive(s): too few to measure"
         out[name] = {
-            "rows": int(known[:, c].sum()),
-            "positives": int((y[known[:, c], c] == 1).sum()),
+            "rows": rows,
+            "positives": positives,
             "auroc": None if one_class else round(float(aucs[c]), 4),
-            "f1": None if one_class else round(float(f1s[c]), 4),
+            "f1_training_threshold": None if one_class else round(float(f1s[c]), 4),
+            "caveat": caveat,
         }
     return out
 

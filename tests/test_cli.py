@@ -115,9 +115,13 @@ def test_train_from_node_tables_then_label_headerless_input(tmp_path, capsys, en
     assert "held-out rows" in err and "AUROC" in err
     held_out = summary["held_out"]
     assert list(held_out) == summary["labels"]
+    assert "F1 at a threshold chosen on the training rows alone" in err
     for q in held_out.values():
         assert q["rows"] > 0 and 0 < q["positives"] < q["rows"] and 0.5 < q["auroc"] <= 1
-        assert f"{q['auroc']:.3f}" in err
+        assert f"{q['auroc']:.3f}" in err and 0 <= q["f1_training_threshold"] <= 1
+        # a figure resting on a handful of positives says so, in the JSON and the terminal
+        assert (q["caveat"] is not None) == (q["positives"] < 10)
+        assert q["caveat"] is None or q["caveat"] in err
     out = tmp_path / "labeled.csv"
     sample = tmp_path / "headerless.csv"  # the CheXpert labeler's input: one report per row
     sample.write_text(
@@ -411,3 +415,24 @@ def test_a_first_label_run_writes_only_where_the_readme_says(tmp_path: Path) -> 
     ]  # fmt: skip
     assert elsewhere == [], elsewhere
     assert "work/labeled_reports.csv" in written
+
+
+def test_the_run_report_names_the_labels_it_cannot_draw(tmp_path: Path) -> None:
+    """A label whose validation rows hold one class has no AUROC to draw: the page says so
+    instead of leaving it out without a word (in a real browser)."""
+    from reportfed.flower.report_page import write_report
+
+    history = [
+        {
+            "round": r,
+            "seconds": 1.0,
+            "bytes": {},
+            "evaluation": {"auroc/Cardiomegaly": 0.8 + r / 100},
+        }
+        for r in (1, 2)
+    ]
+    provenance = {"federation": {"nodes": {"a": ["Cardiomegaly", "Edema"]}, "round": 2}}
+    page = write_report(tmp_path / "run.html", history, provenance)
+    dom, console = render(page, tmp_path / "run.png")
+    assert console == [] and dom.count("<polyline") == 1
+    assert "Not drawn: Edema. Their validation rows hold one class only" in dom

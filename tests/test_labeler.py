@@ -290,3 +290,30 @@ def test_a_pipeline_in_a_grid_search_tunes_the_labeler(iu_embedded, embeddings_c
     best = search.best_estimator_.named_steps["labeler"]
     assert list(best.classes_) == names and best is not pipeline.named_steps["labeler"]
     assert search.predict_proba(["Moderate cardiomegaly."]).shape == (1, 2)
+
+
+def test_held_out_quality_is_measured_at_thresholds_the_rows_did_not_choose() -> None:
+    """The held-out figures users read: F1 at the thresholds given (chosen on the training
+    rows), and a caveat where positives are too few or a class is missing."""
+    from reportfed.core.labels import LabelSpace
+    from reportfed.labeler import FEW_POSITIVES, _held_out
+
+    y = np.array([[1, 0, 1], [0, 0, 1], [1, 0, 0], [0, 0, 1]], dtype=np.float32)
+    scores = np.array([[0.9, 0.1, 0.2], [0.6, 0.2, 0.9], [0.4, 0.3, 0.1], [0.1, 0.4, 0.8]])
+    found = _held_out(
+        y, scores, np.array([0.5, 0.5, 0.5]), LabelSpace.of(["Edema", "Mass", "Pneumonia"])
+    )
+    # at 0.5 rows 0 and 1 are called: one right, one wrong, and row 2's positive missed
+    assert found["Edema"]["f1_training_threshold"] == 0.5 and found["Edema"]["auroc"] == 0.75
+    assert (
+        found["Edema"]["caveat"] == "2 held-out positive(s): too few to measure"
+        and FEW_POSITIVES == 10
+    )
+    assert found["Mass"] == {
+        "rows": 4, "positives": 0, "auroc": None, "f1_training_threshold": None,
+        "caveat": "no held-out positive",
+    }  # fmt: skip
+    # rows 1 and 3 called and right, row 0's positive (0.2) missed: F1 2*2 / (2*2 + 1)
+    assert (
+        found["Pneumonia"]["positives"] == 3 and found["Pneumonia"]["f1_training_threshold"] == 0.8
+    )

@@ -76,17 +76,22 @@ def training_outputs(args: argparse.Namespace) -> list[tuple[str, Path]]:
 
 
 def held_out_table(held_out: dict[str, dict[str, Any]]) -> str:
-    """The per-label quality on the held-out rows, as lines for the terminal."""
+    """The per-label quality on the held-out rows, as lines for the terminal: AUROC, and F1 at
+    a threshold chosen on the training rows (the labelling threshold is chosen on every row,
+    these among them, and would measure itself), each label's caveat beside it."""
     width = max(len(name) for name in held_out)
     lines = [
-        "held-out rows (--val-fraction of each table; F1 at the labelling threshold, chosen on "
-        "every annotated row):",
+        "held-out rows (--val-fraction of each table): AUROC, and F1 at a threshold chosen on "
+        "the training rows alone:",
         f"  {'label':<{width}}  rows  positives  AUROC     F1",
     ]
     for name, q in held_out.items():
         auc = "-" if q["auroc"] is None else f"{q['auroc']:.3f}"
-        f1 = "-" if q["f1"] is None else f"{q['f1']:.3f}"
-        lines.append(f"  {name:<{width}}  {q['rows']:>4}  {q['positives']:>9}  {auc:>5}  {f1:>5}")
+        f1 = "-" if q["f1_training_threshold"] is None else f"{q['f1_training_threshold']:.3f}"
+        note = f"  ({q['caveat']})" if q.get("caveat") else ""
+        lines.append(
+            f"  {name:<{width}}  {q['rows']:>4}  {q['positives']:>9}  {auc:>5}  {f1:>5}{note}"
+        )
     return "\n".join(lines)
 
 

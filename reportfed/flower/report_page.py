@@ -53,7 +53,7 @@ def render(history: Sequence[Mapping[str, Any]], provenance: Mapping[str, Any]) 
         f"<p>Modality {_e(fed.get('modality', '?'))}, {len(nodes)} node(s) joined, "
         f"model at round {_e(fed.get('round', '?'))}.</p>",
         "<h2>Per-label AUROC by round</h2>",
-        _auroc(history),
+        _auroc(history, sorted({name for held in nodes.values() for name in held})),
         "<h2>Time and traffic per round</h2>",
         _bars("seconds", rounds, [float(e["seconds"]) for e in history], "s"),
         _bars("megabytes moved", rounds, [_megabytes(e) for e in history], "MB"),
@@ -86,8 +86,9 @@ def _megabytes(entry: Mapping[str, Any]) -> float:
     return sum(b["down"] + b["up"] for b in entry.get("bytes", {}).values()) / 1e6
 
 
-def _auroc(history: Sequence[Mapping[str, Any]]) -> str:
-    """A line per label over the evaluated rounds (its letter marks each point), and the table."""
+def _auroc(history: Sequence[Mapping[str, Any]], held: Sequence[str]) -> str:
+    """A line per label over the evaluated rounds (its letter marks each point), the table, and
+    the labels of ``held`` (those the nodes hold) that no round could score, named."""
     scored = [e for e in history if e.get("evaluation")]
     labels = sorted(
         {
@@ -130,7 +131,14 @@ def _auroc(history: Sequence[Mapping[str, Any]]) -> str:
         for i, name in enumerate(labels)
     ]
     rows.append(["macro"] + [_number(e["evaluation"].get("macro-auroc")) for e in scored])
-    return "".join(svg) + _table(["label", *(f"round {r}" for r in rounds)], rows)
+    unscored = [name for name in held if name not in labels]
+    note = (
+        f"<p>Not drawn: {_e(', '.join(unscored))}. Their validation rows hold one class only "
+        "(no positive, or no negative), so no AUROC can be measured there.</p>"
+        if unscored
+        else ""
+    )
+    return "".join(svg) + _table(["label", *(f"round {r}" for r in rounds)], rows) + note
 
 
 def _bars(title: str, rounds: Sequence[int], values: Sequence[float], unit: str) -> str:
