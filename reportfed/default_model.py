@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from reportfed.labeler import ReportLabeler
 
 SITES = 2
+Model = TypeVar("Model", bound=ReportReader)
 #: raised whenever what the default model learns from changes (the mapping of IU's index terms
 #: to labels, its sites or settings), so that a model cached by an older recipe is built again
 RECIPE = 2
@@ -48,13 +49,43 @@ def default_model_file(
 ) -> Path:
     """The cached default model's file, built first if it is missing or unusable (``cache_dir``:
     the embedding cache the build uses)."""
+    _load(ReportReader, cache_dir, say)
+    return default_model_path()
+
+
+def load_default_reader(
+    *, cache_dir: str | Path | None = None, say: Callable[[str], None] = print
+) -> ReportReader:
+    """The cached default model as a :class:`~reportfed.reader.ReportReader` (no torch, no
+    scikit-learn: what ``reportfed label`` reads it with), built first if it is missing or
+    unusable, read once."""
+    return _load(ReportReader, cache_dir, say)
+
+
+def load_default_model(
+    *, cache_dir: str | Path | None = None, say: Callable[[str], None] = print
+) -> ReportLabeler:
+    """The cached default model as a :class:`~reportfed.labeler.ReportLabeler`, built first if it
+    is missing or unusable."""
+    from reportfed.labeler import ReportLabeler
+
+    return _load(ReportLabeler, cache_dir, say)
+
+
+def _load(kind: type[Model], cache_dir: str | Path | None, say: Callable[[str], None]) -> Model:
+    """The default model read as ``kind``; a file that is missing or unusable is built again."""
     path = default_model_path()
     if path.is_file():
         try:
-            ReportReader.load(path)
-            return path
+            return kind.load(path, cache_dir=cache_dir)
         except ModelFileError as exc:
             say(f"default model {path} is unusable ({exc}); rebuilding it")
+    _build(path, cache_dir, say)
+    return kind.load(path, cache_dir=cache_dir)
+
+
+def _build(path: Path, cache_dir: str | Path | None, say: Callable[[str], None]) -> None:
+    """Train the default model on IU and save it to ``path``."""
     say(
         f"building the default model (first use): {SITES} simulated sites on the IU corpus, "
         f"14 CheXpert labels, all-MiniLM-L6-v2, sentence-level; this embeds the ~8,600 distinct "
@@ -70,14 +101,3 @@ def default_model_file(
     )
     labeler.save(path)
     say(f"default model saved to {path}")
-    return path
-
-
-def load_default_model(
-    *, cache_dir: str | Path | None = None, say: Callable[[str], None] = print
-) -> ReportLabeler:
-    """Load the cached default model, building it first if it is missing or unusable."""
-    from reportfed.labeler import ReportLabeler
-
-    path = default_model_file(cache_dir=cache_dir, say=say)
-    return ReportLabeler.load(path, cache_dir=cache_dir)

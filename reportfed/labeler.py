@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator
+from sklearn.exceptions import NotFittedError
 
 from reportfed.core.aggregation import GlobalState, node_arrays
 from reportfed.core.config import FederationConfig, Granularity, check_fraction
@@ -35,6 +36,11 @@ from reportfed.text.calibration import calibration_features, fit_calibration
 from reportfed.text.scoring import predict_state
 from reportfed.text.sentences import check_granularity
 from reportfed.text.states import report_mentions
+
+
+class NotFitted(NotFittedError, ReportfedError):
+    """A :class:`ReportLabeler` used before ``fit`` or ``load``: scikit-learn's
+    ``NotFittedError``, and reportfed's error (one line on the command line)."""
 
 
 class ReportLabeler(ReportReader, BaseEstimator):
@@ -61,8 +67,9 @@ class ReportLabeler(ReportReader, BaseEstimator):
         (the rule of docs/experiments.md: it raised leak-free F1 at 10 and 8 sites and lowered
         it at none), so they never measure themselves.
     cache_dir:
-        Embedding cache directory; ``None``: ``$REPORTFED_EMBEDDINGS_CACHE`` or
-        ``./embeddings_cache``.
+        Embedding cache directory; ``None``: :func:`~reportfed.core.paths.embeddings_cache_dir`
+        (``$REPORTFED_EMBEDDINGS_CACHE``, else a source checkout's ``embeddings_cache/``, else
+        ``embeddings`` in the user cache dir).
     cache:
         Cache embeddings on disk (``False``: embed every time).
     progress:
@@ -96,6 +103,10 @@ class ReportLabeler(ReportReader, BaseEstimator):
             progress=progress,
         )
         self.val_fraction = val_fraction
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "state_"):
+            raise NotFitted("this ReportLabeler is not fitted: call fit() or load()")
 
     def _validate(self) -> None:
         """Refuse parameters no fit can use (scikit-learn validates at fit, not in ``__init__``)."""

@@ -115,8 +115,12 @@ def test_another_embedder_is_an_error(fitted, tmp_path) -> None:  # type: ignore
 
 
 def test_unfitted_and_empty_inputs() -> None:
+    from sklearn.exceptions import NotFittedError
+
     with pytest.raises(ReportfedError, match="not fitted"):
         ReportLabeler().predict_proba(["x"])
+    with pytest.raises(NotFittedError):  # scikit-learn's, for pipelines that catch it
+        ReportLabeler().predict(["x"])
     with pytest.raises(ReportfedError, match="empty or non-string"):
         ReportLabeler().embed(["fine", "  "])
 

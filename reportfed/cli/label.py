@@ -24,7 +24,7 @@ def cmd_label(args: argparse.Namespace) -> None:
     from tqdm.auto import tqdm
 
     from reportfed.data.table import count_reports, iter_reports
-    from reportfed.default_model import default_model_file
+    from reportfed.default_model import load_default_reader
     from reportfed.reader import ReportReader
 
     out = Path(args.out)
@@ -39,8 +39,11 @@ def cmd_label(args: argparse.Namespace) -> None:
             f"skipped {skipped} reports that are empty, missing or without a word "
             "(a number is no report)"
         )
-    model = args.model or default_model_file(cache_dir=args.cache_dir, say=say)
-    labeler = ReportReader.load(model, cache_dir=args.cache_dir)
+    labeler = (
+        ReportReader.load(args.model, cache_dir=args.cache_dir)
+        if args.model
+        else load_default_reader(cache_dir=args.cache_dir, say=say)
+    )
     names = list(labeler.classes_)
     written = dict(paths)
     page = ReviewPage(names) if args.review else None

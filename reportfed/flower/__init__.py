@@ -10,5 +10,7 @@
   records messages carry;
 * :mod:`~reportfed.flower.launch` — the processes behind ``reportfed federation ...``.
 
-Importing this package needs the ``[flower]`` extra.
+The modules that speak Flower's Message API (strategy, apps, registry, wire, secure rounds)
+need the ``[flower]`` extra; the package itself and the modules around the processes
+(``launch``, ``gateway``, ``guard``, ``warm``, ``history``, ``report_page``) import without it.
 """
