@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from dataclasses import asdict
 
 from experiments.protocol import Protocol, simulate
 from reportfed.cli import run
@@ -58,7 +59,10 @@ def cmd_simulate(args: argparse.Namespace) -> None:
             "shared": args.shared,
             "seed": args.seed,
             "reports": len(table),
+            "granularity": args.granularity,
+            "val_fraction": args.val_fraction,
         },
+        "config": asdict(config),
         "test_metrics": result.metrics,
         "node_labels": [list(s) for s in result.node_labels],
     }
@@ -83,7 +87,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="share of each site's training rows held out to choose thresholds, in [0, 1)",
     )
     add_training_options(p)
-    p.set_defaults(func=cmd_simulate, **PAPER_SETTINGS)  # the papers' protocol, their settings
+    # the papers' protocol and settings: whole-report embeddings, 20 rounds x 1 local epoch
+    p.set_defaults(func=cmd_simulate, granularity="report", **PAPER_SETTINGS)
     return p
 
 

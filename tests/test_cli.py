@@ -231,6 +231,9 @@ def test_train_iu_simulation_writes_metrics(tmp_path, env) -> None:
     )
     summary = json.loads(metrics.read_text())
     assert summary["protocol"]["nodes"] == 3 and len(summary["node_labels"]) == 3
+    # the papers' protocol: whole reports, their settings, recorded beside the metrics
+    assert summary["protocol"]["granularity"] == "report" and summary["config"]["rounds"] == 2
+    assert summary["config"]["local_epochs"] == 1 and summary["config"]["read"] is False
     assert 0.5 < summary["test_metrics"]["auroc"] <= 1.0
     assert "leakfree_accuracy" in summary["test_metrics"]
 

@@ -197,6 +197,7 @@ def test_the_committed_beyond_tables_are_what_its_committed_runs_give(tmp_path) 
         assert (tmp_path / png).read_bytes()[:4] == b"\x89PNG"
 
 
+@pytest.mark.slow
 def test_the_iu_mimic_experiment_runs_on_the_mimic_fixture(
     tmp_path: Path, embeddings_cache: Path, iu_archive: Path
 ) -> None:
