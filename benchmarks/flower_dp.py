@@ -2,7 +2,7 @@
 without DP and with client-side clipping + central Gaussian noise (Flower's DP wrapper), macro
 AUROC and per-label AUROC on the nodes' held-out rows after the last round.
 
-    python benchmarks/flower_dp.py [--rounds 10] [--clip 0.5] [--noise 0 0.05 0.2]
+    python -m benchmarks.flower_dp [--rounds 10] [--clip 0.5] [--noise 0 0.05 0.2]
 """
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ import tempfile
 from pathlib import Path
 
 import pandas as pd
-from flower_engines import node_tables
 
+from benchmarks.flower_engines import node_tables
 from reportfed.core import schema
 from reportfed.core.config import PAPER_SETTINGS
 from reportfed.core.files import atomic_write
 from reportfed.core.paths import embeddings_cache_dir
-from reportfed.flower.launch import LoopbackFederation
 from reportfed.flower.server_app import HISTORY_FILE
+from tests.loopback import LoopbackFederation
 
 
 def main() -> None:

@@ -15,9 +15,9 @@ protocol), written as the CSV tables hospitals would hold. Every engine must giv
 model (secure aggregation: within its rounding); the script prints the largest difference next
 to the timings.
 
-    python benchmarks/flower_engines.py                # K=2, 20 rounds and K=3, 3 rounds
-    python benchmarks/flower_engines.py --skip simulation
-    python benchmarks/flower_engines.py --before DIR    # DIR: git worktree add DIR <commit>
+    python -m benchmarks.flower_engines                # K=2, 20 rounds and K=3, 3 rounds
+    python -m benchmarks.flower_engines --skip simulation
+    python -m benchmarks.flower_engines --before DIR    # DIR: git worktree add DIR <commit>
 
 Needs the ``[flower]`` extra, and ``flwr[simulation]`` (Ray) for the simulation engine.
 """
@@ -33,8 +33,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from machine import machine
 
+from benchmarks.machine import machine
 from experiments.protocol import Protocol, partition
 from reportfed.core.aggregation import GlobalState
 from reportfed.core.config import FederationConfig, NodeSettings
@@ -43,11 +43,11 @@ from reportfed.core.labels import CHEXPERT_13, LabelSpace
 from reportfed.core.paths import embeddings_cache_dir
 from reportfed.data.iu import load_iu
 from reportfed.data.table import ReportTable
-from reportfed.flower.launch import LoopbackFederation
 from reportfed.flower.server_app import HISTORY_FILE, MODEL_FILE
 from reportfed.labeler import ReportLabeler
 from reportfed.reports.engine import run_federation
 from reportfed.reports.node import load_report_node
+from tests.loopback import LoopbackFederation
 
 
 def _partition(k: int, seed: int) -> tuple[ReportTable, tuple[np.ndarray, ...], list[LabelSpace]]:

@@ -160,7 +160,7 @@ def flower_engines() -> str:
     found = _load("flower_engines")
     rows = {(r["engine"], r["nodes"]): r for r in found["rows"]}
     lines = [
-        f"Measured on {_machine(found)} (`python benchmarks/flower_engines.py --skip simulation`, "
+        f"Measured on {_machine(found)} (`python -m benchmarks.flower_engines --skip simulation`, "
         "one invocation):",
         "",
         "| nodes, rounds | engine | per round (s) | wall (s) | largest weight difference to in-process |",

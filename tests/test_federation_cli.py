@@ -142,7 +142,7 @@ def test_a_run_that_fails_says_why_in_one_line_and_exits_1(tmp_path: Path) -> No
     import os
     import subprocess
 
-    from reportfed.flower.launch import LoopbackFederation
+    from tests.loopback import LoopbackFederation
 
     out = tmp_path / "run"
     with LoopbackFederation(tmp_path) as cluster:
@@ -166,7 +166,7 @@ def test_a_node_key_flower_cannot_use_is_refused_in_one_line(tmp_path: Path, cap
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 
-    from reportfed.flower.launch import free_port
+    from reportfed.flower.processes import free_port
 
     def ssh_key(key, name: str) -> Path:  # type: ignore[no-untyped-def]
         path = tmp_path / name
@@ -244,7 +244,7 @@ def test_a_killed_node_command_leaves_no_supernode_behind(tmp_path: Path) -> Non
 
     data = tmp_path / "site.csv"
     data.write_text("Reports,Cardiomegaly\nHeart is enlarged.,1\n")
-    from reportfed.flower.launch import free_port
+    from reportfed.flower.processes import free_port
 
     port = str(free_port())
     argv = ["federation", "node", "--data", str(data), "--superlink", "127.0.0.1:1", "--insecure"]
@@ -276,7 +276,7 @@ def test_a_killed_node_command_leaves_no_supernode_behind(tmp_path: Path) -> Non
 def test_free_ports_lie_below_the_ports_outgoing_connections_take() -> None:
     """A node's port is chosen before its process binds it; a port the OS may lend an outgoing
     connection meanwhile (another node's gRPC channel) would collide."""
-    from reportfed.flower.launch import LOWEST_PORT, _ephemeral_ports, free_port
+    from reportfed.flower.processes import LOWEST_PORT, _ephemeral_ports, free_port
 
     below = _ephemeral_ports()[0]
     ports = [free_port() for _ in range(50)]
@@ -293,12 +293,10 @@ def test_a_node_that_cannot_reach_its_server_stops_in_bounded_time_naming_the_ca
     import subprocess
     import time
 
-    from reportfed.flower.launch import (
-        LoopbackFederation,
-        free_port,
-        generate_certificates,
-        generate_node_keys,
-    )
+    from reportfed.flower.identity import generate_node_keys
+    from reportfed.flower.processes import free_port
+    from reportfed.flower.tls import generate_certificates
+    from tests.loopback import LoopbackFederation
 
     certs = generate_certificates(tmp_path / "certs")
     other = generate_certificates(tmp_path / "other")

@@ -16,14 +16,12 @@ import pytest
 
 pytest.importorskip("flwr")
 
-from reportfed.flower.launch import (
-    LoopbackFederation,
-    generate_certificates,
-    generate_node_keys,
-)
+from reportfed.flower.identity import generate_node_keys
 from reportfed.flower.report_page import REPORT_FILE
 from reportfed.flower.server_app import HISTORY_FILE, MODEL_FILE
+from reportfed.flower.tls import generate_certificates
 from reportfed.labeler import ReportLabeler
+from tests.loopback import LoopbackFederation
 
 from .browser import render
 from .flower_nodes import UNION, assert_same, engine_state, write_node_tables
@@ -181,7 +179,7 @@ def test_a_taken_name_and_an_unregistered_key_are_refused_in_one_line(
     import sys
 
     from reportfed.cli import main
-    from reportfed.flower.launch import free_port
+    from reportfed.flower.processes import free_port
 
     certs = generate_certificates(tmp_path / "certs")
     data = tmp_path / "site.csv"

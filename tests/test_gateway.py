@@ -16,7 +16,8 @@ from reportfed.flower.gateway import (
     gateway_config,
     is_loopback,
 )
-from reportfed.flower.launch import free_port, generate_certificates
+from reportfed.flower.processes import free_port
+from reportfed.flower.tls import generate_certificates
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from reportfed.flower.guard import check_bundle
-from reportfed.flower.launch import APP_DIR, LoopbackFederation, run_command
+from reportfed.flower.launch import APP_DIR, run_command
+from tests.loopback import LoopbackFederation
 
 
 def _bundle(app: Path) -> bytes:

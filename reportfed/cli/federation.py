@@ -30,7 +30,7 @@ from reportfed.core.config import FLOWER_DEFAULTS, FederationConfig, NodeSetting
 from reportfed.core.errors import ReportfedError, RunFailedError
 
 if TYPE_CHECKING:
-    from reportfed.flower.launch import Certificates
+    from reportfed.flower.tls import Certificates
 
 
 def _tls(args: argparse.Namespace, option: str, *, check: bool = True) -> Path | None:
@@ -51,7 +51,7 @@ def _tls(args: argparse.Namespace, option: str, *, check: bool = True) -> Path |
     if check and not path.is_file():
         raise ReportfedError(f"--{option}: no such file: {path}")
     if option == "root-certificates":
-        from reportfed.flower.launch import check_certificate
+        from reportfed.flower.tls import check_certificate
 
         check_certificate(path)
     return path
@@ -71,14 +71,14 @@ def _exec(cmd: list[str], env: dict[str, str]) -> None:
 
 
 def cmd_certs(args: argparse.Namespace) -> None:
-    from reportfed.flower.launch import generate_certificates
+    from reportfed.flower.tls import generate_certificates
 
     certs = generate_certificates(args.out, hosts=args.host or ["127.0.0.1", "localhost"])
     say(f"wrote {certs.ca}, {certs.cert}, {certs.key}; give {certs.ca} to every node")
 
 
 def cmd_keys(args: argparse.Namespace) -> None:
-    from reportfed.flower.launch import generate_node_keys
+    from reportfed.flower.identity import generate_node_keys
 
     keys = generate_node_keys(args.out, args.name)
     say(
@@ -88,13 +88,15 @@ def cmd_keys(args: argparse.Namespace) -> None:
 
 
 def cmd_register(args: argparse.Namespace) -> None:
-    from reportfed.flower.launch import register_node, wait_for_server, write_flwr_config
+    from reportfed.flower.identity import register_node
+    from reportfed.flower.launch import write_flwr_config
+    from reportfed.flower.processes import wait_for_server
 
     public = Path(args.public_key)
     if not public.is_file():
         raise ReportfedError(f"no such public key file: {public}")
     name = args.name or public.stem
-    from reportfed.flower.launch import check_name
+    from reportfed.flower.identity import check_name
 
     check_name(name)
     ca = _tls(args, "root-certificates")
@@ -112,12 +114,9 @@ def start_superlink(args: argparse.Namespace) -> None:
     through the gateway (:mod:`reportfed.flower.gateway`), which passes their API alone; with a
     loopback ``--host`` there is no gateway and the one port serves everyone on this machine."""
     from reportfed.flower.gateway import find_nginx, is_loopback
-    from reportfed.flower.launch import (
-        OPERATOR_HOST,
-        Certificates,
-        check_port_free,
-        superlink_command,
-    )
+    from reportfed.flower.launch import OPERATOR_HOST, superlink_command
+    from reportfed.flower.processes import check_port_free
+    from reportfed.flower.tls import Certificates
 
     public = not is_loopback(args.host)
     nginx = find_nginx() if public else None
@@ -139,7 +138,7 @@ def start_superlink(args: argparse.Namespace) -> None:
     except FileNotFoundError as exc:
         raise ReportfedError(str(exc)) from None
     if certs is not None:
-        from reportfed.flower.launch import expiry_warning
+        from reportfed.flower.tls import expiry_warning
 
         for cert in (certs.cert, certs.ca):
             warning = expiry_warning(cert)
@@ -168,7 +167,8 @@ def _serve_behind_gateway(
     """The SuperLink on the loopback and nginx on ``--host:--port`` until either ends."""
     from reportfed.core.paths import cache_dir
     from reportfed.flower.gateway import check_gateway, gateway_command, gateway_config
-    from reportfed.flower.launch import OPERATOR_HOST, start_beside, supervise, wait_for_port
+    from reportfed.flower.launch import OPERATOR_HOST
+    from reportfed.flower.processes import start_beside, supervise, wait_for_port
 
     config = gateway_config(
         cache_dir() / "gateway" / str(args.port),
@@ -225,13 +225,12 @@ def _embed_once(texts: list[str], config: dict[str, schema.Scalar]) -> None:
 
 def start_supernode(args: argparse.Namespace) -> None:
     from reportfed.data.table import read_reports
-    from reportfed.flower.launch import (
+    from reportfed.flower.launch import SUPERNODE_ENV, supernode_command
+    from reportfed.flower.processes import (
         CONNECTION_FAILED,
         KEY_REFUSED,
-        SUPERNODE_ENV,
         check_port_free,
         connection_cause,
-        supernode_command,
         supervise,
     )
 
@@ -241,7 +240,7 @@ def start_supernode(args: argparse.Namespace) -> None:
     ca = _tls(args, "root-certificates")
     key = _tls(args, "key")
     if key is not None:
-        from reportfed.flower.launch import check_node_key
+        from reportfed.flower.identity import check_node_key
 
         for warning in check_node_key(key):
             say(f"reportfed: warning: {warning}")
@@ -306,12 +305,9 @@ def _run_config(args: argparse.Namespace) -> dict[str, schema.Scalar]:
 
 
 def cmd_run(args: argparse.Namespace) -> None:
-    from reportfed.flower.launch import (
-        registered_names,
-        run_command,
-        wait_for_server,
-        write_flwr_config,
-    )
+    from reportfed.flower.identity import registered_names
+    from reportfed.flower.launch import run_command, write_flwr_config
+    from reportfed.flower.processes import wait_for_server
     from reportfed.flower.report_page import REPORT_FILE
     from reportfed.flower.server_app import FAILURE_FILE, HISTORY_FILE, MODEL_FILE
     from reportfed.flower.strategy import RELIABLE_ROWS, SECURE_MIN_NODES

@@ -20,7 +20,8 @@ from pathlib import Path
 
 from reportfed.core.errors import ReportfedError
 from reportfed.core.files import atomic_write
-from reportfed.flower.launch import OPERATOR_HOST, Certificates
+from reportfed.flower.launch import OPERATOR_HOST
+from reportfed.flower.tls import Certificates
 
 #: the one path prefix the gateway forwards: Flower's Fleet API, what SuperNodes call
 FLEET_PATH = "/v1/fleet/"
