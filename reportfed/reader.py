@@ -57,7 +57,7 @@ EVIDENCE_COLUMNS = (
 
 
 @dataclass(frozen=True)
-class _Reading:
+class _ScoredChunk:
     """One chunk of reports read: embeddings, the model's scores and the decisive mentions."""
 
     start: int
@@ -237,7 +237,7 @@ class ReportReader:
             )
         _check_texts(texts)
 
-    def _read(self, texts: Sequence[str], *, mentions: bool = True) -> Iterator[_Reading]:
+    def _read(self, texts: Sequence[str], *, mentions: bool = True) -> Iterator[_ScoredChunk]:
         """Embed and score ``texts`` chunk by chunk (:data:`PREDICT_CHUNK` reports, at most
         :data:`PREDICT_SENTENCES` padded sentence rows), reading each report's mentions once
         when ``mentions``."""
@@ -261,9 +261,9 @@ class ReportReader:
                 )
                 found = report_mentions(part, names) if mentions else []
                 scores = self.predict_scores_embeddings(x)
-                yield _Reading(first + lo, part, units[lo:hi], x, scores, found)
+                yield _ScoredChunk(first + lo, part, units[lo:hi], x, scores, found)
 
-    def _proba_states(self, reading: _Reading) -> tuple[np.ndarray, np.ndarray]:
+    def _proba_states(self, reading: _ScoredChunk) -> tuple[np.ndarray, np.ndarray]:
         """The calibrated probabilities and the states of one chunk, bound by one rule
         (:func:`~reportfed.text.states.consistent_proba`)."""
         names = list(self.classes_)
@@ -280,7 +280,7 @@ class ReportReader:
         )
         return consistent_proba(calibrated, states), states
 
-    def _inferred(self, reading: _Reading) -> np.ndarray | None:
+    def _inferred(self, reading: _ScoredChunk) -> np.ndarray | None:
         """The cells the model might call alone (:func:`unmentioned_candidates`) whose score
         comes from a sentence naming other findings (``None`` at report granularity, where the
         score is the whole report's)."""
