@@ -249,16 +249,15 @@ class ReportLabeler(ReportReader, BaseEstimator):
         )
         # every row is its site's, NaN where the site does not annotate: thresholds from all
         columns = labels.indices(kept)
-        self.thresholds_ = f1_thresholds(y[:, columns], self.predict_scores_embeddings(x))
+        every = self.predict_scores_embeddings(x)  # every row scored once, indexed below
+        self.thresholds_ = f1_thresholds(y[:, columns], every)
         held_out: dict[str, dict[str, Any]] = {}
         if len(vrows):
             truth = np.concatenate(val_y)[:, columns]
-            scores = self.predict_scores_embeddings(x[vrows])
+            scores = every[vrows]
             # the quality users read is measured on rows that did not choose its thresholds
-            frows = np.concatenate(fit_rows)
-            chosen = f1_thresholds(
-                np.concatenate(fit_y)[:, columns], self.predict_scores_embeddings(x[frows])
-            )
+            fit_truth = np.concatenate(fit_y)[:, columns]
+            chosen = f1_thresholds(fit_truth, every[np.concatenate(fit_rows)])
             held_out = _held_out(truth, scores, chosen, kept)
             if texts is not None:
                 val_texts = [texts[i] for i in vrows]

@@ -28,10 +28,10 @@ with the labelling threshold alone, and 0.83% of unmentioned findings called pos
 it, and what the model adds is an inference the CheXpert labeler does not make (Lung Opacity
 from "consolidation, possibly representing pneumonia", a device from "small left PTX",
 Cardiomegaly from "widened mediastinum"): such a call needs :data:`INFERRED_MARGIN`. The model
-never reads a context section (:func:`~reportfed.text.sentences.report_units`). A label without a lexicon (a custom label) has two states:
-1.0 at ``p >= t``, else 0.0. **No Finding** follows the CheXpert labeler's rule: 1.0 when no other
-finding except Support Devices is 1.0 or -1.0, else blank; its probability is at least 0.5 where
-it is 1. A report the labeler cannot read (:func:`readable`: only section headers, or another
+never reads a context section (:func:`~reportfed.text.sentences.report_units`). A label without
+a lexicon (a custom label) has two states: 1.0 at ``p >= t``, else 0.0. **No Finding** follows
+the CheXpert labeler's rule: 1.0 when no other finding except Support Devices is 1.0 or -1.0,
+else blank; its probability is at least 0.5 where it is 1. A report the labeler cannot read (:func:`readable`: only section headers, or another
 language) gets no state at all, neither No Finding nor a finding.
 """
 
@@ -156,7 +156,7 @@ def chexpert_states(
         raise ConfigError(f"proba has shape {proba.shape}, expected ({len(texts)}, {len(labels)})")
     mentions = report_mentions(texts, labels) if mentions is None else mentions
     present = proba >= np.asarray(thresholds)
-    unmentioned_present = proba >= np.maximum(thresholds, UNMENTIONED_FLOOR)
+    unmentioned_present = unmentioned_candidates(proba, labels, thresholds, mentions)
     if calibrated is not None:
         floor = (
             UNMENTIONED_FLOOR
@@ -196,7 +196,10 @@ def unmentioned_candidates(
     report does not name, scored at least ``max(t, 0.5)``."""
     out = proba >= np.maximum(thresholds, UNMENTIONED_FLOOR)
     for c, name in enumerate(labels):
-        out[:, c] &= has_lexicon(name) and np.array([m.get(name) is None for m in mentions])
+        if has_lexicon(name):
+            out[:, c] &= np.array([m.get(name) is None for m in mentions], dtype=bool)
+        else:
+            out[:, c] = False
     return out
 
 
