@@ -19,12 +19,13 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments.baselines import SWEEP_NUMERICS, Scenario, SiteRows
+from experiments.baselines import SWEEP_NUMERICS, Scenario
+from experiments.protocol import Protocol, site_rows
 from experiments.runner import iu_data, iu_read
 from reportfed.core.labels import CHEXPERT_13, LabelSpace
 from reportfed.core.paths import embeddings_cache_dir
 from reportfed.data.mimic import load_mimic
-from reportfed.data.partition import holdout, split_labels, split_rows
+from reportfed.data.partition import split_labels, split_rows
 from reportfed.embed import make_embedder
 from reportfed.embed.granularity import embed_reports
 from reportfed.text.sentences import findings_sentences
@@ -32,6 +33,8 @@ from reportfed.text.states import read_labels
 
 #: MIMIC reports drawn for its site by default: as many as IU's fully annotated ones
 MIMIC_REPORTS = 3832
+#: the papers' test and validation shares, which every experiment's repeat splits by
+PROTOCOL = Protocol(n_nodes=2)
 
 
 @dataclass(frozen=True)
@@ -60,9 +63,9 @@ def two_hospitals(root: str, reports: int = MIMIC_REPORTS) -> TwoHospitals:
     x_iu, y_iu, labels, _, _ = iu_data("minilm")
     bags_iu = iu_data("minilm", granularity="sentence")[0]
     mimic = load_mimic(root, split="train", sections="report").select_labels(list(CHEXPERT_13))
-    rows = np.random.default_rng(0).permutation(len(mimic))[:reports]
-    texts = [" ".join(findings_sentences(mimic.texts[i])) for i in sorted(rows)]
-    y_mimic = mimic.labels[np.sort(rows)][:, mimic.label_space.indices(labels)]
+    rows = np.sort(np.random.default_rng(0).permutation(len(mimic))[:reports])
+    texts = [" ".join(findings_sentences(mimic.texts[i])) for i in rows]
+    y_mimic = mimic.labels[rows][:, mimic.label_space.indices(labels)]
     embedder = make_embedder("minilm", **SWEEP_NUMERICS)
     cache_dir = embeddings_cache_dir()
     x_mimic = embed_reports(texts, embedder, granularity="report", cache_dir=cache_dir)
@@ -87,22 +90,17 @@ def iu_mimic(n_shared: int, root: Path, reports: int) -> Callable[[int], Scenari
         train, test = [], []
         for k in (0, 1):
             rows = np.flatnonzero(data.site == k)
-            kept, held = split_rows(len(rows), 0.2, rng)
+            kept, held = split_rows(len(rows), PROTOCOL.test_fraction, rng)
             train.append(rows[kept])
             test.append(rows[held])
-        fit_rows, test_rows = np.concatenate(train), np.concatenate(test)
+        fit_rows = np.concatenate(train)
         spaces = split_labels(data.labels, 2, n_shared, rng)
-        names = np.array([f"node{k}" for k in data.site[fit_rows]])
-        sites = [
-            SiteRows(name, fit_rows[fit], fit_rows[val], spaces[int(name[4:])])
-            for name, (val, fit) in holdout(names, 0.1, np.random.default_rng(seed)).items()
-        ]
         return Scenario(
             x=data.x,
             y=data.y,
             labels=data.labels,
-            sites=sites,
-            test=test_rows,
+            sites=site_rows(fit_rows, data.site[fit_rows], spaces, PROTOCOL.val_fraction, seed),
+            test=np.concatenate(test),
             seed=seed,
             sentences=data.bags,
             read=data.read,

@@ -155,6 +155,21 @@ def _validation_thresholds(
     return f1_thresholds(y[val], labeler.predict_scores_embeddings(x[val]))
 
 
+def site_rows(
+    train: np.ndarray, site: np.ndarray, spaces: list[LabelSpace], val_fraction: float, seed: int
+) -> list[SiteRows]:
+    """Each site's training and validation rows (``val_fraction`` of its ``train`` rows held
+    out, as :func:`simulate` holds them out with ``seed``) and its labels: ``site`` gives each
+    training row's site index, ``spaces`` each site's labels."""
+    splits = holdout(
+        np.array([f"node{k}" for k in site]), val_fraction, np.random.default_rng(seed)
+    )
+    return [
+        SiteRows(name, train[fit], train[val], spaces[int(name[4:])])
+        for name, (val, fit) in splits.items()
+    ]
+
+
 def scenario(
     x: np.ndarray,
     y: np.ndarray,
@@ -170,18 +185,11 @@ def scenario(
     ``sentences``: the same rows as sentence bags, for sentence-level methods; ``embedder``: the
     spec that embedded them."""
     train, test, site, spaces = partition(y, labels, protocol, np.random.default_rng(seed))
-    splits = holdout(
-        np.array([f"node{k}" for k in site]), protocol.val_fraction, np.random.default_rng(seed)
-    )
-    sites = [
-        SiteRows(name, train[fit], train[val], spaces[int(name[4:])])
-        for name, (val, fit) in splits.items()
-    ]
     return Scenario(
         x=x,
         y=y,
         labels=labels,
-        sites=sites,
+        sites=site_rows(train, site, spaces, protocol.val_fraction, seed),
         test=test,
         seed=seed,
         sentences=sentences,

@@ -105,18 +105,22 @@ def section_text(text: str, choice: Sections = "labelled") -> str:
     return ""
 
 
+def _near(root: Path, skip: str = "") -> Iterator[Path]:
+    """``root``, then the folders one level below it, then two, each level in sorted order
+    (never into a folder named ``skip``): where a PhysioNet download puts MIMIC's files."""
+    level = [root]
+    for _ in range(3):
+        yield from level
+        level = sorted(p for folder in level for p in _subfolders(folder) if p.name != skip)
+
+
 def find_file(root: Path, name: str) -> Path | None:
     """``name`` (or, for a ``.gz`` name, the file unpacked) in ``root`` or up to two folders
     below it, never inside a reports tree (``files/``); the first found in sorted order."""
     names = [name, name.removesuffix(".gz")] if name.endswith(".gz") else [name]
-    level = [root]
-    for _ in range(3):
-        for folder in level:
-            for candidate in names:
-                if (folder / candidate).is_file():
-                    return folder / candidate
-        level = sorted(p for folder in level for p in _subfolders(folder) if p.name != "files")
-    return None
+    return next(
+        (f / n for f in _near(root, skip="files") for n in names if (f / n).is_file()), None
+    )
 
 
 def _subfolders(folder: Path) -> list[Path]:
@@ -128,13 +132,7 @@ def _subfolders(folder: Path) -> list[Path]:
 
 def _reports_tree(root: Path) -> Path | None:
     """The ``files`` folder of a reports tree in ``root`` or up to two folders below it."""
-    level = [root]
-    for _ in range(3):
-        for folder in level:
-            if (folder / "files").is_dir():
-                return folder / "files"
-        level = sorted(p for folder in level for p in _subfolders(folder))
-    return None
+    return next((f / "files" for f in _near(root) if (f / "files").is_dir()), None)
 
 
 def iter_reports(root: Path) -> Iterator[tuple[str, str]]:
