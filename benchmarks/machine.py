@@ -6,6 +6,8 @@ import json
 import os
 import platform
 import subprocess
+import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import torch
@@ -67,3 +69,20 @@ def save_result(path: Path, result: object) -> None:
     """Write a benchmark's result as indented JSON, atomically, and say where."""
     atomic_write(path, (json.dumps(result, indent=1) + "\n").encode())
     print(f"written {path}")
+
+
+def measured_run(
+    command: Sequence[str], env: Mapping[str, str], cwd: Path | None = None
+) -> dict[str, float]:
+    """``command`` in its own process: wall seconds and its own peak RSS in MB (``wait4``, the
+    child's alone); a failure ends the benchmark with the end of its log."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(list(command), env=dict(env), stderr=subprocess.PIPE, cwd=cwd)
+    assert proc.stderr is not None
+    log = proc.stderr.read().decode()
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    code = os.waitstatus_to_exitcode(status)
+    if code:
+        raise SystemExit(f"{' '.join(command[1:4])} failed ({code}):\n{log[-2000:]}")
+    return {"wall_s": wall, "peak_rss_mb": usage.ru_maxrss / 1024}

@@ -21,13 +21,11 @@ import csv
 import json
 import os
 import random
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-from machine import checkout_commit, machine, save_result
+from machine import checkout_commit, machine, measured_run, save_result
 
 from reportfed.data.iu import load_iu
 from reportfed.text.sentences import split_sentences
@@ -99,18 +97,7 @@ def label(
     if code is not None:
         env["PYTHONPATH"] = str(code)
     command = [sys.executable, "-m", "reportfed", "label", "--reports", str(reports)]
-    start = time.perf_counter()
-    proc = subprocess.Popen(
-        [*command, "--out", str(out)], env=env, stderr=subprocess.PIPE, cwd=out.parent
-    )
-    assert proc.stderr is not None
-    log = proc.stderr.read().decode()
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - start
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode:
-        raise SystemExit(f"reportfed label failed ({proc.returncode}):\n{log[-2000:]}")
-    return {"wall_s": wall, "peak_rss_mb": usage.ru_maxrss / 1024}
+    return measured_run([*command, "--out", str(out)], env, cwd=out.parent)
 
 
 def main() -> None:

@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.machine import machine, save_result
+from benchmarks.machine import machine, measured_run, save_result
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "mimic_corpus.json"
@@ -39,19 +39,7 @@ def generate(root: Path, studies: int) -> None:
 def corpus(root: Path, out: Path) -> dict[str, float]:
     """``reportfed corpus mimic`` on ``root`` in its own process: wall seconds, peak RSS (MB)."""
     command = [sys.executable, "-m", "reportfed", "corpus", "mimic", "--root", str(root)]
-    start = time.perf_counter()
-    proc = subprocess.Popen(
-        [*command, "--out", str(out)],
-        stderr=subprocess.PIPE,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
-    assert proc.stderr is not None
-    log = proc.stderr.read().decode()
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - start
-    if os.waitstatus_to_exitcode(status):
-        raise SystemExit(f"reportfed corpus mimic failed:\n{log[-2000:]}")
-    return {"wall_s": wall, "peak_rss_mb": usage.ru_maxrss / 1024}
+    return measured_run([*command, "--out", str(out)], {**os.environ, "PYTHONPATH": str(ROOT)})
 
 
 def main() -> None:
