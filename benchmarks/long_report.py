@@ -71,7 +71,7 @@ def main() -> None:
     args = parser.parse_args()
     times = functools.partial(seconds, repeats=args.repeats)
     with tempfile.TemporaryDirectory() as cache:
-        labeler = load_default_model(cache_dir=cache, say=lambda _: None)
+        labeler = load_default_model(cache_dir=cache)
         labeler.set_params(progress=False)
         labels = list(labeler.classes_)
         reports = {n: long_report(n) for n in args.sentences}

@@ -353,6 +353,27 @@ def contention() -> str:
     return "\n".join(lines)
 
 
+def evidence() -> str:
+    """The example reports' evidence (``examples/evidence.csv``, which a test holds the default
+    model to) as a table."""
+    import pandas as pd
+
+    found = pd.read_csv(ROOT / "examples" / "evidence.csv", keep_default_na=False)
+    columns = ["id", "row", "label", "state", "probability", "score", "sentence", "cue", "source"]
+    right = {"row", "state", "probability", "score"}
+    lines = [
+        "| " + " | ".join(columns) + " |",
+        "| " + " | ".join("---:" if c in right else "---" for c in columns) + " |",
+    ]
+    for r in found.itertuples(index=False):
+        cells = [
+            r.id, r.row, r.label, f"{float(r.state):g}", f"{r.probability:.3f}",
+            f"{r.score:.3f}", r.sentence, r.cue, r.source,
+        ]  # fmt: skip
+        lines.append("| " + " | ".join(str(c) for c in cells) + " |")
+    return "\n".join(lines)
+
+
 def mimic_style() -> str:
     """The default model on the MIMIC-style suite: cells right, F1 by state, per family."""
     found = _load("mimic_style")
@@ -641,6 +662,7 @@ RENDERERS: dict[str, Callable[[], str]] = {
     "styles": styles,
     "assertion_context": assertion_context,
     "mimic_style": mimic_style,
+    "evidence": evidence,
     "mimic_corpus": mimic_corpus,
     "cold_label": functools.partial(cold_label, "cold_label"),
     "cold_label_avx2": functools.partial(cold_label, "cold_label_avx2"),

@@ -38,7 +38,7 @@ from reportfed.default_model import load_default_model
 from reportfed.text import assertion, sentences
 texts = list(pd.read_csv(sys.argv[1], keep_default_na=False)["report"])
 n, mode = int(sys.argv[2]), sys.argv[3]
-labeler = load_default_model(say=lambda _: None)
+labeler = load_default_model()
 labeler.progress = False
 if mode == "repeated":
     start = time.perf_counter()

@@ -29,7 +29,8 @@ from reportfed.core.paths import embeddings_cache_dir
 from reportfed.embed import DEFAULT_EMBEDDER, shared_embedder
 from reportfed.embed.granularity import embed_reports
 from reportfed.reports.engine import round_traffic
-from reportfed.reports.node import Node, Reading, reading_of, with_read, with_templates
+from reportfed.reports.node import Node, Reading, reading_of, with_read
+from reportfed.reports.site import build_site
 from reportfed.text.assertion import FINDINGS
 from reportfed.text.scoring import predict_state
 
@@ -228,27 +229,12 @@ def _targets(scenario: Scenario, site: SiteRows, rows: np.ndarray, method: Metho
 def method_nodes(
     scenario: Scenario, method: Method, config: FederationConfig = PAPER
 ) -> list[Node]:
-    """The nodes ``method`` trains on ``scenario`` (one pooled node for central methods), with
-    the template rows of their labels where ``config.templates`` says so, and the labels they
-    lack as the text rules read them (:attr:`Scenario.read`) where ``config.read`` does."""
+    """The nodes ``method`` trains on ``scenario`` (one pooled node for central methods), built
+    as the product builds a site (:func:`reportfed.reports.site.build_site`) from the rows the
+    protocol drew: the template rows of their labels where ``config.templates`` says so, and the
+    labels they lack as the text rules read them (:attr:`Scenario.read`) where ``config.read``
+    does, trained from the start (the lockstep engine knows the federation's labels)."""
     union = scenario.union()
-    nodes = []
-    for site in scenario.sites:
-        x = scenario.site_x(site)[site.fit]
-        y = _targets(scenario, site, site.fit, method)
-        if method.heads == "own":
-            y = y[:, union.indices(site.labels)]
-        labels = site.labels if method.heads == "own" else union
-        nodes.append(Node(site.name, x, y, labels))
-    if method.pooled:
-        nodes = [
-            Node(
-                "central",
-                np.concatenate([n.x for n in nodes]),
-                np.concatenate([n.y for n in nodes]),
-                union,
-            )
-        ]
     embed = partial(
         embed_reports,
         embedder=shared_embedder(scenario.embedder, **SWEEP_NUMERICS),
@@ -256,15 +242,28 @@ def method_nodes(
         cache_dir=embeddings_cache_dir(),
         progress=False,
     )
-    if config.templates:
-        nodes = [with_templates(n, embed) for n in nodes]
-    if not config.read:
-        return nodes
-    reading = [
-        _reading(scenario, site, n.labels, embed if config.templates else None)
-        for n, site in zip(nodes, scenario.sites, strict=True)
-    ]
-    return [with_read(replace(n, read=r), union) for n, r in zip(nodes, reading, strict=True)]
+    if method.pooled:
+        x = np.concatenate([scenario.site_x(s)[s.fit] for s in scenario.sites])
+        y = np.concatenate([_targets(scenario, s, s.fit, method) for s in scenario.sites])
+        every = (np.arange(len(x)), np.arange(0))
+        return [build_site("central", x, y, union, config, split=every, embed=embed).node]
+    nodes = []
+    for site in scenario.sites:
+        rows = np.concatenate([site.fit, site.val])
+        y = _targets(scenario, site, rows, method)
+        if method.heads == "own":
+            y = y[:, union.indices(site.labels)]
+        labels = site.labels if method.heads == "own" else union
+        reading = None
+        if config.read:
+            reading = _reading(scenario, site, labels, embed if config.templates else None)
+        split = (np.arange(len(site.fit)), np.arange(len(site.fit), len(rows)))
+        x = scenario.site_x(site)[rows]
+        built = build_site(
+            site.name, x, y, labels, config, split=split, embed=embed, reading=reading
+        )
+        nodes.append(with_read(built.node, union) if config.read else built.node)
+    return nodes
 
 
 def _reading(

@@ -22,10 +22,10 @@ from reportfed.core.labels import LabelSpace
 from reportfed.core.metrics import evaluate, f1_thresholds
 from reportfed.data.partition import (
     dirichlet_rows,
-    holdout,
     iid_rows,
     split_labels,
     split_rows,
+    validation_split,
 )
 from reportfed.embed import DEFAULT_EMBEDDER
 from reportfed.labeler import ReportLabeler
@@ -145,11 +145,15 @@ def _validation_thresholds(
 ) -> np.ndarray | None:
     """The leak-free metrics' thresholds: best F1 on the validation rows ``labeler`` held out of
     the training rows ``x`` (labels ``y`` over its ``classes_``, NaN where a site does not
-    annotate; each row's site in ``nodes``), split as its fit split them with ``seed``;
-    ``None`` without validation rows. The labeler's own thresholds take every annotated row, a
-    rule the experiments judge beside this one (``all_rows_f1``)."""
-    splits = holdout(nodes, labeler.val_fraction, np.random.default_rng(seed))
-    val = np.concatenate([v for v, _ in splits.values()])
+    annotate; each row's site in ``nodes``), each site's drawn as its fit drew them with ``seed``
+    (:func:`~reportfed.data.partition.validation_split`); ``None`` without validation rows. The
+    labeler's own thresholds take every annotated row, a rule the experiments judge beside this
+    one (``all_rows_f1``)."""
+    held = []
+    for name in sorted(set(nodes.tolist())):
+        rows = np.flatnonzero(nodes == name)
+        held.append(rows[validation_split(len(rows), labeler.val_fraction, seed)[1]])
+    val = np.concatenate(held)
     if not len(val):
         return None
     return f1_thresholds(y[val], labeler.predict_scores_embeddings(x[val]))
@@ -159,15 +163,16 @@ def site_rows(
     train: np.ndarray, site: np.ndarray, spaces: list[LabelSpace], val_fraction: float, seed: int
 ) -> list[SiteRows]:
     """Each site's training and validation rows (``val_fraction`` of its ``train`` rows held
-    out, as :func:`simulate` holds them out with ``seed``) and its labels: ``site`` gives each
+    out, as the product holds them out with ``seed``:
+    :func:`~reportfed.data.partition.validation_split`) and its labels: ``site`` gives each
     training row's site index, ``spaces`` each site's labels."""
-    splits = holdout(
-        np.array([f"node{k}" for k in site]), val_fraction, np.random.default_rng(seed)
-    )
-    return [
-        SiteRows(name, train[fit], train[val], spaces[int(name[4:])])
-        for name, (val, fit) in splits.items()
-    ]
+    names = np.array([f"node{k}" for k in site])
+    out = []
+    for name in sorted(set(names.tolist())):
+        rows = np.flatnonzero(names == name)
+        kept, held = validation_split(len(rows), val_fraction, seed)
+        out.append(SiteRows(name, train[rows[kept]], train[rows[held]], spaces[int(name[4:])]))
+    return out
 
 
 def scenario(

@@ -12,7 +12,7 @@ scikit-learn); :func:`load_default_model` gives the :class:`~reportfed.labeler.R
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -29,11 +29,12 @@ from reportfed.text.model_file import FORMAT
 if TYPE_CHECKING:
     from reportfed.labeler import ReportLabeler
 
+_log = logging.getLogger(__name__)
 SITES = 2
 Model = TypeVar("Model", bound=ReportReader)
 #: raised whenever what the default model learns from changes (the mapping of IU's index terms
 #: to labels, its sites or settings), so that a model cached by an older recipe is built again
-RECIPE = 2
+RECIPE = 3
 
 
 def default_model_path() -> Path:
@@ -45,59 +46,66 @@ def default_model_path() -> Path:
 
 
 def default_model_file(
-    *, cache_dir: str | Path | None = None, say: Callable[[str], None] = print
+    *, cache_dir: str | Path | None = None, backend: str | None = None, precision: str | None = None
 ) -> Path:
     """The cached default model's file, built first if it is missing or unusable (``cache_dir``:
-    the embedding cache the build uses)."""
-    _load(ReportReader, cache_dir, say)
+    the embedding cache the build uses; ``backend``, ``precision``: how its embedder computes,
+    :mod:`reportfed.embed`)."""
+    _load(ReportReader, cache_dir, backend, precision)
     return default_model_path()
 
 
 def load_default_reader(
-    *, cache_dir: str | Path | None = None, say: Callable[[str], None] = print
+    *, cache_dir: str | Path | None = None, backend: str | None = None, precision: str | None = None
 ) -> ReportReader:
     """The cached default model as a :class:`~reportfed.reader.ReportReader` (no torch, no
     scikit-learn: what ``reportfed label`` reads it with), built first if it is missing or
     unusable, read once."""
-    return _load(ReportReader, cache_dir, say)
+    return _load(ReportReader, cache_dir, backend, precision)
 
 
 def load_default_model(
-    *, cache_dir: str | Path | None = None, say: Callable[[str], None] = print
+    *, cache_dir: str | Path | None = None, backend: str | None = None, precision: str | None = None
 ) -> ReportLabeler:
     """The cached default model as a :class:`~reportfed.labeler.ReportLabeler`, built first if it
     is missing or unusable."""
     from reportfed.labeler import ReportLabeler
 
-    return _load(ReportLabeler, cache_dir, say)
+    return _load(ReportLabeler, cache_dir, backend, precision)
 
 
-def _load(kind: type[Model], cache_dir: str | Path | None, say: Callable[[str], None]) -> Model:
+def _load(
+    kind: type[Model], cache_dir: str | Path | None, backend: str | None, precision: str | None
+) -> Model:
     """The default model read as ``kind``; a file that is missing or unusable is built again."""
     path = default_model_path()
     if path.is_file():
         try:
-            return kind.load(path, cache_dir=cache_dir)
+            return kind.load(path, cache_dir=cache_dir, backend=backend, precision=precision)
         except ModelFileError as exc:
-            say(f"default model {path} is unusable ({exc}); rebuilding it")
-    _build(path, cache_dir, say)
-    return kind.load(path, cache_dir=cache_dir)
+            _log.warning("default model %s is unusable (%s); rebuilding it", path, exc)
+    _build(path, cache_dir=cache_dir, backend=backend, precision=precision)
+    return kind.load(path, cache_dir=cache_dir, backend=backend, precision=precision)
 
 
-def _build(path: Path, cache_dir: str | Path | None, say: Callable[[str], None]) -> None:
+def _build(
+    path: Path, *, cache_dir: str | Path | None, backend: str | None, precision: str | None
+) -> None:
     """Train the default model on IU and save it to ``path``."""
-    say(
-        f"building the default model (first use): {SITES} simulated sites on the IU corpus, "
-        f"14 CheXpert labels, all-MiniLM-L6-v2, sentence-level; this embeds the ~8,600 distinct "
-        f"sentences of ~3,900 reports once (about 30 s) and trains (about 20 s)"
-    )
     from reportfed.data.iu import load_iu
     from reportfed.labeler import ReportLabeler
 
     table = load_iu().fully_annotated()
-    sites = [f"site{i % SITES}" for i in np.random.default_rng(0).permutation(len(table))]
-    labeler = ReportLabeler(config=PAPER, cache_dir=cache_dir).fit(
-        table.texts, table.labels, list(CHEXPERT_14), nodes=sites
+    _log.info(
+        "building the default model (first use): %d simulated sites on the IU corpus, 14 CheXpert "
+        "labels, all-MiniLM-L6-v2, sentence-level; this embeds the sentences of its %s reports "
+        "once (cached) and trains",
+        SITES,
+        f"{len(table):,}",
     )
+    sites = [f"site{i % SITES}" for i in np.random.default_rng(0).permutation(len(table))]
+    labeler = ReportLabeler(
+        config=PAPER, cache_dir=cache_dir, backend=backend, precision=precision
+    ).fit(table.texts, table.labels, list(CHEXPERT_14), nodes=sites)
     labeler.save(path)
-    say(f"default model saved to {path}")
+    _log.info("default model saved to %s", path)

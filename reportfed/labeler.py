@@ -25,14 +25,13 @@ from reportfed.core.aggregation import GlobalState, node_arrays
 from reportfed.core.config import FederationConfig, Granularity, check_fraction
 from reportfed.core.errors import ConfigError, ReportfedError, ReportfedWarning
 from reportfed.core.labels import LabelSpace, warn_if_all_positive, warn_if_too_few
-from reportfed.core.metrics import auroc, f1_at, f1_thresholds
-from reportfed.data.partition import holdout
+from reportfed.core.metrics import FEW_POSITIVES, auroc, f1_at, f1_thresholds
 from reportfed.data.table import ReportTable
 from reportfed.embed import DEFAULT_EMBEDDER
 from reportfed.reader import ReportReader, _check_embeddings
 from reportfed.reports.engine import run_federation
-from reportfed.reports.node import Node, read_lacked, with_read, with_templates
-from reportfed.text.calibration import calibration_features, fit_calibration
+from reportfed.reports.site import Site, build_site
+from reportfed.text.calibration import labelling_rules
 from reportfed.text.scoring import predict_state
 from reportfed.text.sentences import check_granularity
 from reportfed.text.states import report_mentions
@@ -74,6 +73,9 @@ class ReportLabeler(ReportReader, BaseEstimator):
         Cache embeddings on disk (``False``: embed every time).
     progress:
         Show progress bars.
+    backend, precision:
+        How a local embedder computes (:mod:`reportfed.embed`; ``None``: the user's settings
+        ``$REPORTFED_BACKEND`` / ``$REPORTFED_PRECISION``, else ``auto``).
 
     Learned attributes: ``classes_`` (label names), ``thresholds_`` (on the model's scores),
     ``calibration_`` (:mod:`reportfed.text.calibration`), ``state_`` (global weights),
@@ -92,6 +94,8 @@ class ReportLabeler(ReportReader, BaseEstimator):
         cache_dir: str | Path | None = None,
         cache: bool = True,
         progress: bool = True,
+        backend: str | None = None,
+        precision: str | None = None,
     ) -> None:
         super().__init__(
             embedder,
@@ -101,6 +105,8 @@ class ReportLabeler(ReportReader, BaseEstimator):
             cache_dir=cache_dir,
             cache=cache,
             progress=progress,
+            backend=backend,
+            precision=precision,
         )
         self.val_fraction = val_fraction
 
@@ -190,47 +196,47 @@ class ReportLabeler(ReportReader, BaseEstimator):
                 f"embedder ({self._embedder().fingerprint}): set the config's templates=False"
             )
         warn_if_too_few(y, labels)
-        splits = holdout(site, self.val_fraction, np.random.default_rng(config.seed))
         # the labels some site annotates: what reading sites also train (as a Flower server
         # merges the labels its nodes register)
         annotated = LabelSpace(
             tuple(n for j, n in enumerate(labels) if not np.isnan(y[:, j]).all())
         )
-        fed_nodes, held = [], {}
-        val_rows: list[np.ndarray] = []
-        val_y: list[np.ndarray] = []
-        fit_rows: list[np.ndarray] = []
-        fit_y: list[np.ndarray] = []
-        for name, (val, fit) in splits.items():
-            rows = np.concatenate([val, fit])
+        embed = self.embed if config.templates else None
+        sites: dict[str, Site] = {}
+        held: dict[str, dict[str, Any]] = {}
+        for name in sorted(set(site.tolist())):
+            rows = np.flatnonzero(site == name)
             cols = np.flatnonzero(~np.isnan(y[rows]).all(axis=0))
             if not len(cols):
                 raise ReportfedError(f"node {name!r} has no annotated label")
             own = LabelSpace(tuple(labels[c] for c in cols))
-            held[name] = {"rows": len(fit), "labels": list(own)}
+            if config.read and texts is None and len(own) < len(annotated):
+                raise ConfigError(
+                    f"node {name!r} lacks labels other sites annotate, and the config's read "
+                    "needs the reports' texts to read them: pass texts=, or set read=False"
+                )
             warn_if_all_positive(name, y[np.ix_(rows, cols)], own)
-            node = Node(name, x[fit], y[np.ix_(fit, cols)], own)
-            if config.templates:
-                node = with_templates(node, self.embed)
-            if config.read and len(own) < len(annotated):  # as a Flower node in its first round
-                if texts is None:
-                    raise ConfigError(
-                        f"node {name!r} lacks labels other sites annotate, and the config's read "
-                        "needs the reports' texts to read them: pass texts=, or set read=False"
-                    )
-                embed = self.embed if config.templates else None
-                reading = read_lacked([texts[i] for i in fit], own, embed, site=name)
-                node = with_read(replace(node, read=reading), annotated)
-                held[name]["read"] = [n for n in node.labels if n not in own]
-            fed_nodes.append(node)
-            for rows_of, y_of, part in ((val_rows, val_y, val), (fit_rows, fit_y, fit)):
-                masked = np.full((len(part), len(labels)), np.nan, dtype=np.float32)
-                masked[:, cols] = y[np.ix_(part, cols)]
-                rows_of.append(part)
-                y_of.append(masked)
-        vrows = np.concatenate(val_rows)
-        watch = _validation_auroc(x[vrows], np.concatenate(val_y), labels) if len(vrows) else None
-        result = run_federation(fed_nodes, config, evaluate=watch, progress=self.progress)
+            built = build_site(
+                name,
+                x[rows],
+                y[np.ix_(rows, cols)],
+                own,
+                config,
+                split=self.val_fraction,
+                embed=embed,
+                texts=None if texts is None else [texts[i] for i in rows.tolist()],
+            )
+            sites[name] = replace(built, fit=rows[built.fit], val=rows[built.val])
+            held[name] = {"rows": len(built.fit), "labels": list(own)}
+            read = built.node.trains(annotated).names[len(own) :]
+            if read:
+                held[name]["read"] = list(read)
+        vrows = np.concatenate([s.val for s in sites.values()])
+        frows = np.concatenate([s.fit for s in sites.values()])
+        watch = _validation_auroc(x[vrows], y[vrows], labels) if len(vrows) else None
+        result = run_federation(
+            [s.node for s in sites.values()], config, evaluate=watch, progress=self.progress
+        )
         self.history_ = result.history
         # the caller's label order (the federation merges in union order)
         kept = LabelSpace(tuple(name for name in labels if name in result.state.labels))
@@ -247,23 +253,22 @@ class ReportLabeler(ReportReader, BaseEstimator):
                 "final_loss": result.history[-1]["loss"] if result.history else {},
             },
         )
-        # every row is its site's, NaN where the site does not annotate: thresholds from all
         columns = labels.indices(kept)
         every = self.predict_scores_embeddings(x)  # every row scored once, indexed below
-        self.thresholds_ = f1_thresholds(y[:, columns], every)
+        mentions = None
+        if texts is not None:
+            mentions = report_mentions([texts[i] for i in vrows], list(kept))
+        # a site's rows are NaN in the labels it does not annotate: every row is its site's
+        self.thresholds_, calibration = labelling_rules(
+            y[:, columns], every, vrows, mentions, list(kept)
+        )
+        if calibration is not None:
+            self.calibration_ = calibration[0]
         held_out: dict[str, dict[str, Any]] = {}
         if len(vrows):
-            truth = np.concatenate(val_y)[:, columns]
-            scores = every[vrows]
             # the quality users read is measured on rows that did not choose its thresholds
-            fit_truth = np.concatenate(fit_y)[:, columns]
-            chosen = f1_thresholds(fit_truth, every[np.concatenate(fit_rows)])
-            held_out = _held_out(truth, scores, chosen, kept)
-            if texts is not None:
-                val_texts = [texts[i] for i in vrows]
-                found = report_mentions(val_texts, list(kept))
-                features = calibration_features(scores, found, list(kept))
-                self.calibration_ = fit_calibration(features, truth)[0]
+            chosen = f1_thresholds(y[np.ix_(frows, columns)], every[frows])
+            held_out = _held_out(y[np.ix_(vrows, columns)], every[vrows], chosen, kept)
         self.provenance_["val_rows"] = len(vrows)
         self.provenance_["held_out"] = held_out
         _warn_if_untrained(result.history[-1]["loss"], self.thresholds_, kept, config)
@@ -274,17 +279,23 @@ def _validation_auroc(
     x: np.ndarray, y: np.ndarray, labels: LabelSpace
 ) -> Callable[[int, GlobalState], dict[str, Any]]:
     """The per-round evaluation of a fit: each label's AUROC on the validation rows ``x`` (labels
-    ``y`` over ``labels``, NaN where the row's site does not annotate), and their mean."""
+    ``y`` over ``labels``, NaN where the row's site does not annotate), their mean, and each
+    label's held-out positives (what its AUROC rests on)."""
 
     def evaluate(_: int, state: GlobalState) -> dict[str, Any]:
-        aucs = auroc(y[:, labels.indices(state.labels)], predict_state(state, x))
-        found = {
+        truth = y[:, labels.indices(state.labels)]
+        aucs = auroc(truth, predict_state(state, x))
+        found: dict[str, Any] = {
             f"auroc/{name}": round(float(a), 4)
             for name, a in zip(state.labels, aucs, strict=True)
             if not np.isnan(a)
         }
         if found:
             found["macro-auroc"] = round(float(np.mean(list(found.values()))), 4)
+        found |= {
+            f"positives/{name}": int((truth[:, c] == 1).sum())
+            for c, name in enumerate(state.labels)
+        }
         return {"evaluation": found}
 
     return evaluate
@@ -296,10 +307,6 @@ def _chance_loss(config: FederationConfig) -> float:
     label's negatives/positives: the weights of a label's entries average to at most 2), plus
     ``distill`` x ln 2 for the soft targets."""
     return math.log(2) * ((2 if config.balance else 1) + config.distill)
-
-
-#: held-out positives below which a label's AUROC and F1 say little: shown with a caveat
-FEW_POSITIVES = 10
 
 
 def _held_out(

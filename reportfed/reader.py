@@ -86,7 +86,8 @@ class ReportReader:
     Parameters (as :class:`~reportfed.labeler.ReportLabeler`'s): ``embedder`` spec,
     ``granularity`` (``"sentence"`` or ``"report"``), ``base_url`` of an ``openai:`` embedder,
     ``config`` (the architecture; ``None``: the defaults), embedding ``cache_dir`` and ``cache``,
-    ``progress`` bars.
+    ``progress`` bars, and how a local embedder computes: ``backend`` and ``precision``
+    (``None``: :func:`reportfed.embed.numerics`, the user's settings, else ``auto``).
 
     Attributes once loaded or fitted: ``classes_`` (label names), ``thresholds_`` (on the
     model's scores), ``calibration_`` (:mod:`reportfed.text.calibration`), ``state_`` (global
@@ -103,6 +104,8 @@ class ReportReader:
         cache_dir: str | Path | None = None,
         cache: bool = True,
         progress: bool = True,
+        backend: str | None = None,
+        precision: str | None = None,
     ) -> None:
         self.embedder = embedder
         self.granularity = granularity
@@ -111,6 +114,8 @@ class ReportReader:
         self.cache_dir = cache_dir
         self.cache = cache
         self.progress = progress
+        self.backend = backend
+        self.precision = precision
 
     @property
     def federation(self) -> FederationConfig:
@@ -119,7 +124,9 @@ class ReportReader:
 
     # -- embedding ---------------------------------------------------------------------------
     def _embedder(self) -> Embedder:
-        return shared_embedder(self.embedder, self.base_url)
+        return shared_embedder(
+            self.embedder, self.base_url, backend=self.backend, precision=self.precision
+        )
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embeddings of ``texts`` through the cache: ``(n, dim)`` per report, or ``(n, S, dim)``
@@ -433,8 +440,11 @@ class ReportReader:
         base_url: str | None = None,
         cache_dir: str | Path | None = None,
         progress: bool = True,
+        backend: str | None = None,
+        precision: str | None = None,
     ) -> Self:
-        """Load a model file. ``embedder`` overrides the stored spec (it must have the same fingerprint)."""
+        """Load a model file. ``embedder`` overrides the stored spec (it must have the same
+        fingerprint); ``backend`` and ``precision`` say how a local embedder computes."""
         model = read_model(path)
         try:
             arch = {
@@ -449,6 +459,8 @@ class ReportReader:
                 config=FederationConfig(**arch),
                 cache_dir=cache_dir,
                 progress=progress,
+                backend=backend,
+                precision=precision,
             )
             labeler._set_fitted(
                 model.state,

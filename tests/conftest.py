@@ -134,7 +134,7 @@ def default_model_built(
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("REPORTFED_CACHE_DIR", str(tmp_path_factory.mktemp("default-model")))
         patch.setenv("REPORTFED_IU_ARCHIVE", str(iu_archive_or_none))
-        return default_model_file(cache_dir=embeddings_cache, say=lambda _: None)
+        return default_model_file(cache_dir=embeddings_cache)
 
 
 @pytest.fixture(scope="module")

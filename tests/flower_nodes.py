@@ -16,7 +16,7 @@ from reportfed.core.labels import canonical
 from reportfed.data.iu import load_iu
 from reportfed.flower.launch import APP_DIR
 from reportfed.reports.engine import run_federation
-from reportfed.reports.node import load_report_node
+from reportfed.reports.site import load_report_node
 
 NODE_LABELS = {
     "a": ["Cardiomegaly", "Pleural Effusion", "Atelectasis"],

@@ -4,6 +4,7 @@ what reading, labelling and writing the whole table at once gives."""
 from __future__ import annotations
 
 import gzip
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -109,6 +110,39 @@ def test_staged_tables_are_written_all_or_none(tmp_path: Path) -> None:
     assert a.read_text() == "old\n" and not b.exists()
 
 
+@pytest.mark.parametrize("writer", ["write_together", "StagedTables"])
+def test_outputs_stay_all_or_none_when_a_later_move_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, writer: str
+) -> None:
+    """The first output is in place when the second's move fails (a full disk, a file made
+    read-only meanwhile): the first is moved back, so both are the old ones, and no temporary
+    or kept file is left."""
+    from reportfed.core import files
+
+    a, b, c = tmp_path / "a.csv", tmp_path / "b.csv", tmp_path / "c.csv"
+    a.write_text("old a\n")
+    b.write_text("old b\n")
+    real, calls = os.replace, []
+
+    def second_fails(src: object, dst: object) -> None:
+        calls.append(dst)
+        if str(src).endswith(".tmp") and len([d for d in calls if Path(str(d)).exists()]) == 2:
+            raise OSError(28, "No space left on device")
+        real(src, dst)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(files.os, "replace", second_fails)
+    frame = pd.DataFrame({"x": [1.0]})
+    with pytest.raises(OutputFileError, match="No space left on device"):
+        if writer == "write_together":
+            files.write_together([(a, b"new a\n"), (b, b"new b\n"), (c, b"new c\n")])
+        else:
+            with StagedTables([a, b, c]) as staged:
+                for path in (a, b, c):
+                    staged.append(path, frame)
+    assert a.read_text() == "old a\n" and b.read_text() == "old b\n" and not c.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.csv", "b.csv"]
+
+
 def test_padded_groups_keep_a_long_report_apart() -> None:
     counts = [3, 4, 5000, 2, 2, 6]
     groups = list(_padded_groups(counts, 100))
@@ -146,7 +180,7 @@ def test_label_over_several_chunks_gives_the_one_pass_labels(
     argv = ["label", "--reports", str(reports), "--out", str(out)]
     assert main([*argv, "--probabilities", str(proba), "--evidence", str(evidence)]) == 0
     assert read == [300, 300, 200] * 2  # counted (every row checked first), then labelled
-    labeler = load_default_model(cache_dir=embeddings_cache, say=lambda _: None)
+    labeler = load_default_model(cache_dir=embeddings_cache)
     labeler.set_params(progress=False)
     whole = labeler.annotate(pd.read_csv(reports)["Reports"].tolist(), ids)
     names = list(labeler.classes_)

@@ -372,22 +372,28 @@ def test_a_replaced_output_keeps_its_mode_and_a_symlink_its_target(tmp_path) -> 
     assert link.is_symlink() and private.read_bytes() == b"through the link"
 
 
-def test_numerics_flags_last_one_command(tmp_path, monkeypatch) -> None:
-    """--precision/--backend reach the processes a command starts through the environment, and
-    leave it as it was when the command returns (main() called in process, as tests and
-    notebooks do), so the next command's embedder is built as that command asks."""
+def test_numerics_flags_are_arguments_and_the_environment_the_users_setting(
+    tmp_path, monkeypatch
+) -> None:
+    """--precision/--backend travel as arguments: a command leaves the environment as it found
+    it (main() called in process, as tests and notebooks do); $REPORTFED_PRECISION and
+    $REPORTFED_BACKEND are the user's settings, which an argument overrides."""
     from reportfed.embed import shared_embedder
+    from reportfed.reader import ReportReader
 
     monkeypatch.delenv("REPORTFED_PRECISION", raising=False)
     monkeypatch.setenv("REPORTFED_BACKEND", "torch")
+    before = dict(os.environ)
     missing = ["label", "--reports", str(tmp_path / "none.csv"), "--out", str(tmp_path / "o.csv")]
     assert main([*missing, "--precision", "fp32", "--backend", "onnx"]) == 2
-    assert "REPORTFED_PRECISION" not in os.environ
-    assert os.environ["REPORTFED_BACKEND"] == "torch"
+    assert dict(os.environ) == before
     monkeypatch.setenv("REPORTFED_PRECISION", "fp32")
     fp32 = shared_embedder()
+    assert fp32.cache_key.endswith(":fp32")
     monkeypatch.setenv("REPORTFED_PRECISION", "bf16")
     assert shared_embedder() is not fp32 and shared_embedder().cache_key.endswith(":bf16")
+    asked = ReportReader(precision="fp32")._embedder()  # the argument over the setting
+    assert asked is fp32
 
 
 @pytest.mark.slow
@@ -423,7 +429,7 @@ def test_a_first_label_run_writes_only_where_the_readme_says(tmp_path: Path) -> 
 def test_the_run_report_names_the_labels_it_cannot_draw(tmp_path: Path) -> None:
     """A label whose validation rows hold one class has no AUROC to draw: the page says so
     instead of leaving it out without a word (in a real browser)."""
-    from reportfed.flower.report_page import write_report
+    from reportfed.pages.run_report import write_report
 
     history = [
         {

@@ -17,10 +17,10 @@ import pytest
 pytest.importorskip("flwr")
 
 from reportfed.flower.identity import generate_node_keys
-from reportfed.flower.report_page import REPORT_FILE
 from reportfed.flower.server_app import HISTORY_FILE, MODEL_FILE
 from reportfed.flower.tls import generate_certificates
 from reportfed.labeler import ReportLabeler
+from reportfed.pages.run_report import REPORT_FILE
 from tests.loopback import LoopbackFederation
 
 from .browser import render

@@ -18,7 +18,7 @@ LAYERS = (
     ("nn", "data"),  # torch pieces both modalities share; corpora and tables
     ("text",),  # sentences, assertions, states, calibration, templates, the report model
     ("embed",),  # embedders and the cache
-    ("reports",),  # the report node algorithm and the in-process engine
+    ("reports", "pages"),  # the report node algorithm, the in-process engine; the HTML pages
     (None,),  # the public modules at the package's top: labeler, default_model, combine
     ("flower",),
     ("cli", "__main__"),

@@ -14,8 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from reportfed.core import schema
 from reportfed.core.aggregation import Arrays, GlobalState, NodeUpdate, node_arrays
 from reportfed.core.config import NodeSettings, RunSettings, SiteSettings
@@ -23,7 +21,7 @@ from reportfed.core.errors import ReportfedError
 from reportfed.core.labels import LabelSpace
 from reportfed.core.node import Description, Evaluation
 from reportfed.core.rounds import round_seed
-from reportfed.data.partition import split_rows
+from reportfed.data.partition import validation_split
 from reportfed.nn.arrays import load_arrays, to_arrays
 from vision.data import ImageTable, read_image_table
 from vision.models import ImageClassifier, set_representation_trainable
@@ -149,7 +147,7 @@ def load_image_node(settings: NodeSettings, config: ImageFederationConfig) -> Im
         blank=settings.blank,
         split=settings.split or None,  # type: ignore[arg-type]
     )
-    fit, val = split_rows(len(table), settings.val_fraction, np.random.default_rng(config.seed))
+    fit, val = validation_split(len(table), settings.val_fraction, config.seed)
     name = settings.name or Path(settings.data).parent.name
     return ImageAlgorithm(ImageNode(name, table.subset(fit)), config, table.subset(val), settings)
 

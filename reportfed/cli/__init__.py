@@ -9,13 +9,13 @@ file left behind. Each command lives in its own module here; they share
 from __future__ import annotations
 
 import argparse
-import os
+import logging
 import warnings
 from collections.abc import Sequence
 from typing import Any
 
 from reportfed.cli import data, federation, label, train
-from reportfed.cli.options import Parser, say
+from reportfed.cli.options import Parser, say, voice
 from reportfed.core.errors import ReportfedError, ReportfedWarning, RunFailedError
 
 
@@ -38,33 +38,20 @@ def run(args: argparse.Namespace) -> int:
 
         def show(message: Warning | str, category: type[Warning], *rest: Any, **kw: Any) -> None:
             if issubclass(category, ReportfedWarning):
-                say(f"reportfed: warning: {message}")
+                logging.getLogger("reportfed").warning("%s", message)
             else:
                 default(message, category, *rest, **kw)
 
         warnings.showwarning = show
-        # how vectors are computed: read by embed/ here and in the processes this one starts
-        numerics = {
-            f"REPORTFED_{flag.upper()}": getattr(args, flag)
-            for flag in ("precision", "backend")
-            if getattr(args, flag, None)
-        }
-        before = {name: os.environ.get(name) for name in numerics}
-        os.environ.update(numerics)
         try:
-            args.func(args)
+            with voice():
+                args.func(args)
         except ReportfedError as exc:
             say(f"reportfed: error: {exc}")
             return 1 if isinstance(exc, RunFailedError) else 2
         except KeyboardInterrupt:
             say("reportfed: interrupted")
             return 130
-        finally:  # a caller's later work (main() called in process) is not this command's
-            for name, value in before.items():
-                if value is None:
-                    os.environ.pop(name, None)
-                else:
-                    os.environ[name] = value
     return 0
 
 

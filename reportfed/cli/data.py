@@ -162,7 +162,9 @@ def cmd_embed(args: argparse.Namespace) -> None:
     from reportfed.embed.granularity import embed_reports
 
     usable, skipped = count_reports(args.reports, text_column=args.text_column)
-    embedder = make_embedder(args.embedder, base_url=args.base_url)
+    embedder = make_embedder(
+        args.embedder, base_url=args.base_url, backend=args.backend, precision=args.precision
+    )
     counts = {"new": 0, "cached": 0}
     start = time.perf_counter()
     with tqdm(total=usable, desc="reports", unit="report", leave=False) as bar:

@@ -28,6 +28,7 @@ from reportfed.cli.options import say
 from reportfed.core import schema
 from reportfed.core.config import FLOWER_DEFAULTS, FederationConfig, NodeSettings, RunSettings
 from reportfed.core.errors import ReportfedError, RunFailedError
+from reportfed.core.metrics import FEW_POSITIVES
 
 if TYPE_CHECKING:
     from reportfed.flower.tls import Certificates
@@ -104,7 +105,7 @@ def cmd_register(args: argparse.Namespace) -> None:
         raise ReportfedError("an --insecure server admits every node: there is nothing to register")
     env = _flower_env()
     write_flwr_config(Path(env["FLWR_HOME"]), args.superlink, root_certificates=ca)
-    wait_for_server(args.superlink, args.connect_timeout, say=say)
+    wait_for_server(args.superlink, args.connect_timeout)
     node_id = register_node(public, name, env)
     say(f"registered {name!r} (node {node_id}): its node may join with its private key")
 
@@ -308,9 +309,9 @@ def cmd_run(args: argparse.Namespace) -> None:
     from reportfed.flower.identity import registered_names
     from reportfed.flower.launch import run_command, write_flwr_config
     from reportfed.flower.processes import wait_for_server
-    from reportfed.flower.report_page import REPORT_FILE
     from reportfed.flower.server_app import FAILURE_FILE, HISTORY_FILE, MODEL_FILE
     from reportfed.flower.strategy import RELIABLE_ROWS, SECURE_MIN_NODES
+    from reportfed.pages.run_report import REPORT_FILE
 
     ca = _tls(args, "root-certificates")
     run_config = _run_config(args)
@@ -324,7 +325,7 @@ def cmd_run(args: argparse.Namespace) -> None:
     write_flwr_config(
         Path(env["FLWR_HOME"]), args.superlink, root_certificates=ca, insecure=args.insecure
     )
-    wait_for_server(args.superlink, args.connect_timeout, say=say)
+    wait_for_server(args.superlink, args.connect_timeout)
     registered_names(env)  # one line, here, where the server refuses this party its operator API
     cmd = run_command(run_config)
     say("$ " + " ".join(cmd))
@@ -361,7 +362,13 @@ def cmd_run(args: argparse.Namespace) -> None:
             say(f"macro AUROC on the nodes' held-out rows: {evaluation['macro-auroc']:.4f}")
             for key, value in evaluation.items():
                 if key.startswith("auroc/"):
-                    say(f"  {key.removeprefix('auroc/'):<28} {value:.4f}")
+                    name = key.removeprefix("auroc/")
+                    positives = evaluation.get(f"positives/{name}")
+                    line = f"  {name:<28} {value:.4f}"
+                    if positives is not None:
+                        line += f"  ({positives} held-out positive(s)"
+                        line += ": too few to measure)" if positives < FEW_POSITIVES else ")"
+                    say(line)
             rows = evaluation.get("min-rows")
             if rows is not None and rows < RELIABLE_ROWS:
                 say(

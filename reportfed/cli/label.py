@@ -14,7 +14,7 @@ import pandas as pd
 from reportfed.cli.options import add_embedder_options, add_text_column, check_outputs, say
 from reportfed.core.errors import ReportfedError
 from reportfed.core.files import StagedTables
-from reportfed.review import REVIEW_LIMIT, ReviewPage
+from reportfed.pages.review import REVIEW_LIMIT, ReviewPage
 
 if TYPE_CHECKING:
     from reportfed.data.table import ReportTable
@@ -39,10 +39,9 @@ def cmd_label(args: argparse.Namespace) -> None:
             f"skipped {skipped} reports that are empty, missing or without a word "
             "(a number is no report)"
         )
+    numerics = {"cache_dir": args.cache_dir, "backend": args.backend, "precision": args.precision}
     labeler = (
-        ReportReader.load(args.model, cache_dir=args.cache_dir)
-        if args.model
-        else load_default_reader(cache_dir=args.cache_dir, say=say)
+        ReportReader.load(args.model, **numerics) if args.model else load_default_reader(**numerics)
     )
     names = list(labeler.classes_)
     written = dict(paths)

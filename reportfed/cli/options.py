@@ -4,8 +4,10 @@ parser class whose help shows defaults."""
 from __future__ import annotations
 
 import argparse
+import contextlib
+import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,34 @@ from reportfed.core.files import check_writable, table_format
 def say(msg: str) -> None:
     """Print a progress or result line on stderr (stdout stays free for data)."""
     print(msg, file=sys.stderr, flush=True)
+
+
+class _Voice(logging.Formatter):
+    """The library's log as the command line says it: notes as they are, warnings as
+    ``reportfed: warning:`` lines."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = record.getMessage()
+        return f"reportfed: warning: {text}" if record.levelno >= logging.WARNING else text
+
+
+@contextlib.contextmanager
+def voice() -> Iterator[None]:
+    """While a command runs, show reportfed's log (``logging.getLogger("reportfed")``, where the
+    library's modules log) on stderr beside :func:`say`'s lines, from INFO up."""
+    logger = logging.getLogger("reportfed")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_Voice())
+    level, propagate = logger.level, logger.propagate
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+        logger.propagate = propagate
 
 
 def names(text: str) -> list[str]:

@@ -108,6 +108,8 @@ def training_labeler(
         config=config,
         val_fraction=val_fraction,
         cache_dir=args.cache_dir,
+        backend=args.backend,
+        precision=args.precision,
     )
 
 
@@ -120,8 +122,8 @@ def save_labeler(
     report: str | Path | None = None,
 ) -> None:
     """Write a trained labeler's model file and, where asked, its training summary (JSON) and
-    the run report page of its rounds (:mod:`reportfed.flower.report_page`), all or none."""
-    from reportfed.flower.report_page import in_process, render
+    the run report page of its rounds (:mod:`reportfed.pages.run_report`), all or none."""
+    from reportfed.pages.run_report import in_process, render
 
     summary = {
         **summary,

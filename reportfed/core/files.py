@@ -7,6 +7,7 @@ symbolic link has the file it points to replaced, and the link stays.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import os
 import tempfile
@@ -53,20 +54,76 @@ def atomic_write(path: str | Path, data: Data) -> Path:
 
 def write_together(outputs: Sequence[tuple[str | Path, Data]]) -> list[Path]:
     """Write several outputs all or none: each goes to a temporary file beside it, and only when
-    every one is written are they moved into place (a failed write replaces no file)."""
+    every one is written are they moved into place (:func:`_move_all`)."""
     staged: list[tuple[Path, Path]] = []
     try:
         for path, data in outputs:
             target = check_writable(path)
             staged.append((target, _stage(target, data)))
-        for target, tmp in staged:
-            os.replace(tmp, target)
+        _move_all(staged)
     except OSError as exc:
         raise OutputFileError(f"{target}: cannot write ({exc.strerror or exc})") from None
     finally:
         for _, tmp in staged:
             tmp.unlink(missing_ok=True)
     return [target for target, _ in staged]
+
+
+def _move_all(staged: Sequence[tuple[Path, Path]]) -> None:
+    """Move each written temporary file onto its target, all or none: each is flushed to disk
+    first; where a move fails after others succeeded, those are moved back (each file they
+    replaced is kept as a hard link until all are in place), so the targets are all the old
+    ones again, and the error is raised. Not covered: a crash of the machine between two moves,
+    or a move back that fails too; each target is then whole, old or new, never part of one."""
+    for _, tmp in staged:
+        with open(tmp, "rb+") as written:
+            os.fsync(written.fileno())
+    moved: list[tuple[Path, Path | None]] = []  # each target moved, and the file it replaced
+    try:
+        for target, tmp in staged:
+            kept = _kept(target)
+            try:
+                os.replace(tmp, target)
+            except OSError:
+                if kept is not None:
+                    kept.unlink(missing_ok=True)
+                raise
+            moved.append((target, kept))
+    except OSError:
+        for target, kept in reversed(moved):
+            with contextlib.suppress(OSError):
+                if kept is None:
+                    target.unlink()
+                else:
+                    os.replace(kept, target)
+        raise
+    finally:
+        for _, kept in moved:
+            if kept is not None:
+                kept.unlink(missing_ok=True)
+    for folder in {target.parent for target, _ in staged}:
+        _sync_folder(folder)
+
+
+def _kept(target: Path) -> Path | None:
+    """The file at ``target``, kept under a second name beside it (a hard link) until its
+    replacement is in place; ``None`` where there is none."""
+    if not target.is_file():
+        return None
+    kept = _temporary(target)
+    kept.unlink()
+    os.link(target, kept)
+    return kept
+
+
+def _sync_folder(folder: Path) -> None:
+    """Flush ``folder``'s entries (the renames into it) to disk, where its file system can."""
+    with contextlib.suppress(OSError):
+        descriptor = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
 
 
 def _stage(path: Path, data: Data) -> Path:
@@ -108,8 +165,8 @@ def _give_mode(tmp: Path, path: Path) -> None:
 class StagedTables:
     """Tables written a chunk at a time and moved into place all or none: each path's chunks go
     to a temporary file beside it (:meth:`append`, in the format its name gives:
-    :func:`table_format`), and leaving the ``with`` block moves every one into place, or, on an
-    error, removes them all and replaces no file. A million rows go through in flat memory."""
+    :func:`table_format`), and leaving the ``with`` block moves every one into place
+    (:func:`_move_all`), or, on an error, removes them all and replaces no file. A million rows go through in flat memory."""
 
     def __init__(self, paths: Sequence[str | Path]) -> None:
         self._targets = {Path(p): check_writable(p) for p in paths}  # path -> file written
@@ -153,10 +210,10 @@ class StagedTables:
             if kind is None and missing:
                 raise OutputFileError(f"{missing[0]}: no table was written")
             if kind is None:
-                for path, target in self._targets.items():
-                    tmp = self._writers[path].tmp
+                staged = [(t, self._writers[p].tmp) for p, t in self._targets.items()]
+                for target, tmp in staged:
                     _give_mode(tmp, target)
-                    os.replace(tmp, target)
+                _move_all(staged)
         except OSError as exc:
             raise OutputFileError(f"cannot write the outputs ({exc.strerror or exc})") from None
         finally:

@@ -23,6 +23,10 @@ from reportfed.core.errors import ConfigError
 # would pay in every ClientApp process (one a message), most of which evaluate nothing
 
 
+#: held-out positives below which a label's AUROC and F1 say little: shown with a caveat
+FEW_POSITIVES = 10
+
+
 def _columns(y: np.ndarray, p: np.ndarray):
     if y.shape != p.shape:
         raise ConfigError(f"labels {y.shape} and probabilities {p.shape} differ in shape")

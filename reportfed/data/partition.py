@@ -38,24 +38,18 @@ def split_rows(
     n_rows: int, fraction: float, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray]:
     """(kept rows, held-out rows), sorted: a random ``fraction`` of ``n_rows`` held out. The one
-    row splitter: train/test splits, and every node's validation rows (in process and on
-    Flower)."""
+    row splitter: train/test splits, and every site's validation rows
+    (:func:`validation_split`)."""
     perm = rng.permutation(n_rows)
     n_held = round(n_rows * fraction)
     return np.sort(perm[n_held:]), np.sort(perm[:n_held])
 
 
-def holdout(
-    site: np.ndarray, val_fraction: float, rng: np.random.Generator
-) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Per site (in sorted name order): its (validation rows, training rows), a random
-    ``val_fraction`` of its rows held out for choosing thresholds (:func:`split_rows`)."""
-    out = {}
-    for name in sorted(set(site.tolist())):
-        rows = np.flatnonzero(site == name)
-        kept, held = split_rows(len(rows), val_fraction, rng)
-        out[name] = (rows[held], rows[kept])
-    return out
+def validation_split(n_rows: int, val_fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """A site's (training rows, held-out rows) of its ``n_rows``: a random ``val_fraction`` held
+    out, drawn from a generator of its own seeded with ``seed``, so that the same table and seed
+    give the same rows in process and on Flower."""
+    return split_rows(n_rows, val_fraction, np.random.default_rng(seed))
 
 
 def dirichlet_rows(

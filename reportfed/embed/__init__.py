@@ -8,8 +8,8 @@ An embedder is named by a spec string (CLI ``--embedder``, model files):
 * ``hf:<path or id>``: any Hugging Face encoder with mean pooling (e.g. ``hf:/models/Bio_ClinicalBERT``);
 * ``openai:<model>``: an OpenAI-compatible ``/v1/embeddings`` API (``base_url`` / ``$OPENAI_BASE_URL``).
 
-A sentence-transformers model runs on one of :data:`BACKENDS` (``backend``, else
-``$REPORTFED_BACKEND``, which the command line's ``--backend`` sets):
+A sentence-transformers model runs on one of :data:`BACKENDS` (``backend``, the command line's
+``--backend``; else the user's setting ``$REPORTFED_BACKEND``, read in :func:`numerics`):
 
 * ``auto`` (the default): ``openvino`` on a CPU that multiplies bf16 natively, where the model is
   a transformer with mean pooling (all-MiniLM-L6-v2 is), else ``torch``;
@@ -19,7 +19,8 @@ A sentence-transformers model runs on one of :data:`BACKENDS` (``backend``, else
   own).
 
 Each runs in the precision :func:`~reportfed.embed.precision.precision_for` picks for the
-processor (``--precision`` overrides it), and all but int8 give fp32's vector space.
+processor (``precision``, ``--precision`` or ``$REPORTFED_PRECISION`` overrides it), and all but
+int8 give fp32's vector space.
 """
 
 from __future__ import annotations
@@ -49,6 +50,17 @@ __all__ = [
 ]
 
 
+def numerics(backend: str | None = None, precision: str | None = None) -> tuple[str, str]:
+    """How vectors are computed: ``backend`` and ``precision`` as asked, else the user's settings
+    ``$REPORTFED_BACKEND`` and ``$REPORTFED_PRECISION``, else ``auto`` (the one place they are
+    read)."""
+    env = os.environ
+    return (
+        backend or env.get("REPORTFED_BACKEND") or "auto",
+        precision or env.get("REPORTFED_PRECISION") or "auto",
+    )
+
+
 def shared_embedder(
     spec: str = DEFAULT_EMBEDDER,
     base_url: str | None = None,
@@ -56,22 +68,13 @@ def shared_embedder(
     backend: str | None = None,
     precision: str | None = None,
 ) -> Embedder:
-    """One embedder per (spec, base URL, backend and precision asked for, else the environment's)
-    in a process: labelers cloned from each other (and repeats of an experiment) load the weights
-    once."""
-    env = os.environ
-    return _shared(
-        spec,
-        base_url,
-        backend or env.get("REPORTFED_BACKEND"),
-        precision or env.get("REPORTFED_PRECISION"),
-    )
+    """One embedder per (spec, base URL, backend and precision, :func:`numerics`) in a process:
+    labelers cloned from each other (and repeats of an experiment) load the weights once."""
+    return _shared(spec, base_url, *numerics(backend, precision))
 
 
 @functools.lru_cache(maxsize=4)
-def _shared(
-    spec: str, base_url: str | None, backend: str | None, precision: str | None
-) -> Embedder:
+def _shared(spec: str, base_url: str | None, backend: str, precision: str) -> Embedder:
     return make_embedder(spec, base_url=base_url, backend=backend, precision=precision)
 
 
@@ -82,20 +85,21 @@ def make_embedder(
     precision: str | None = None,
     backend: str | None = None,
 ) -> Embedder:
-    """Build an embedder from a spec string, on ``backend`` (see module docstring)."""
+    """Build an embedder from a spec string, on ``backend`` in ``precision`` (see the module
+    docstring; ``None``: :func:`numerics`)."""
     kind, _, rest = spec.partition(":")
     if not rest:
         kind, rest = "st", spec
-    backend = backend or os.environ.get("REPORTFED_BACKEND") or "auto"
+    backend, precision = numerics(backend, precision)
     if backend not in BACKENDS:
         raise EmbeddingError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
     if kind == "st" and backend == "auto":
-        backend = auto_backend(rest, precision or os.environ.get("REPORTFED_PRECISION") or "auto")
+        backend = auto_backend(rest, precision)
     if backend not in ("auto", "torch") and kind != "st":
         raise EmbeddingError(
             f"the {backend} backend runs sentence-transformers models, not {spec!r}"
         )
-    kwargs = {"precision": precision} if precision else {}
+    kwargs = {"precision": precision}
     if backend == "openvino":
         from reportfed.embed.openvino import OpenVinoEmbedder
 

@@ -15,7 +15,6 @@ import contextlib
 import hashlib
 import logging
 import shutil
-import sys
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
@@ -27,7 +26,7 @@ from reportfed.core.errors import EmbeddingError, OutputFileError
 from reportfed.core.files import atomic_write, file_signature
 from reportfed.embed.base import Embedder
 
-log = logging.getLogger(__name__)
+_log = logging.getLogger(__name__)
 
 
 def text_key(text: str) -> bytes:
@@ -89,7 +88,7 @@ class EmbeddingCache:
             if vectors.ndim != 2 or vectors.shape[1] != dim:
                 raise ValueError(f"vectors of shape {vectors.shape}, the embedder makes {dim}")
         except Exception as exc:  # any unreadable shard is treated the same way
-            log.warning(
+            _log.warning(
                 "embedding cache shard %s is corrupted (%s): removed, will re-embed", shard, exc
             )
             if shard.is_dir() and not shard.is_symlink():
@@ -160,11 +159,10 @@ def embed_texts(
         counts["cached"] = len(set(keys)) - len(todo)
     if todo:
         if cache is not None and progress and not cache.dir.exists():
-            print(
-                f"reportfed: caching {embedder.cache_key} embeddings in {cache.dir.parent.resolve()}"
-                " (REPORTFED_EMBEDDINGS_CACHE or --cache-dir to change)",
-                file=sys.stderr,
-                flush=True,
+            _log.info(
+                "caching %s embeddings in %s (REPORTFED_EMBEDDINGS_CACHE or --cache-dir to change)",
+                embedder.cache_key,
+                cache.dir.parent.resolve(),
             )
         pending = list(todo.items())
         with tqdm(

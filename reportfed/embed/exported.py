@@ -15,7 +15,6 @@ import json
 import logging
 import os
 import shutil
-import sys
 import tempfile
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -28,6 +27,8 @@ import numpy as np
 from reportfed.core.errors import ConfigError, EmbeddingError, ReportfedWarning
 from reportfed.core.paths import cache_dir
 from reportfed.embed.base import LocalEmbedder, quiet_transformers
+
+_log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -94,10 +95,7 @@ class ExportedEmbedder(LocalEmbedder):
         """The model's fp32 ONNX file, exported on first use."""
         fp32 = self._folder() / "model-fp32.onnx"
         if not fp32.is_file():
-            print(
-                f"reportfed: exporting {self.model_name} to ONNX in {fp32.parent} (once)",
-                file=sys.stderr,
-            )
+            _log.info("exporting %s to ONNX in %s (once)", self.model_name, fp32.parent)
             build_atomically(fp32, lambda tmp: _export(self.path, tmp), self.engine)
         return fp32
 

@@ -54,11 +54,8 @@ def native_bf16(device: str) -> bool:
 
 
 def precision_for(precision: str, device: str) -> str:
-    """The precision an embedder runs in: ``precision`` itself; for ``auto``,
-    ``$REPORTFED_PRECISION`` (the command line's ``--precision``) if set, else bf16 where
+    """The precision an embedder runs in: ``precision`` itself; for ``auto``, bf16 where
     :func:`native_bf16` holds and fp32 elsewhere (never an emulated bf16)."""
-    if precision == "auto":
-        precision = os.environ.get("REPORTFED_PRECISION") or "auto"
     if precision not in (*PRECISIONS, "auto"):
         raise ConfigError(f"precision must be one of auto, fp32, bf16, got {precision!r}")
     if precision != "auto":

@@ -12,5 +12,6 @@
 
 The modules that speak Flower's Message API (strategy, apps, registry, wire, secure rounds)
 need the ``[flower]`` extra; the package itself and the modules around the processes
-(``launch``, ``gateway``, ``guard``, ``warm``, ``history``, ``report_page``) import without it.
+(``launch``, ``gateway``, ``guard``, ``warm``, ``history``) import without it. The run report
+(:mod:`reportfed.pages.run_report`) needs no Flower.
 """

@@ -65,7 +65,7 @@ def node_settings(node_config: dict[str, Any], run_config: dict[str, Any]) -> No
 
 def evaluation_metrics(evaluation: Evaluation) -> tuple[list[str], dict[str, Any]]:
     """The labels of a node's :class:`~reportfed.core.node.Evaluation` and what it tells the
-    server of them: per-label annotated rows, AUROC of the global model's probabilities on its
+    server of them: per-label annotated rows and positives, AUROC of the global model's probabilities on its
     held-out labels, the labelling threshold (the node's own, else best F1 on the held-out rows)
     and, where fitted, its calibration (coefficients and which labels were fitted,
     :func:`reportfed.text.calibration.fit_calibration`)."""
@@ -81,6 +81,7 @@ def evaluation_metrics(evaluation: Evaluation) -> tuple[list[str], dict[str, Any
     metrics: dict[str, Any] = {
         "num-examples": len(y),
         "n": [int(v) for v in n],
+        "positives": [int(v) for v in (y == 1).sum(axis=0)] if len(y) else [0] * len(labels),
         "auroc": [float(v) for v in (auroc(y, p) if len(y) else np.full(len(labels), np.nan))],
         "threshold": [float(v) for v in thresholds],
     }

@@ -7,6 +7,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import ctypes
+import logging
 import os
 import random
 import signal
@@ -15,11 +16,13 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from reportfed.core.errors import ReportfedError
 from reportfed.flower.launch import OPERATOR_HOST
+
+_log = logging.getLogger(__name__)
 
 #: what TLS and TCP failures say, and what they mean to the person who typed the command
 _NOT_OUR_CA = (
@@ -179,9 +182,7 @@ def check_port_free(host: str, port: int, hint: str) -> None:
             raise ReportfedError(f"{host}:{port} cannot be used ({exc.strerror}): {hint}") from None
 
 
-def wait_for_server(
-    address: str, timeout: float, *, say: Callable[[str], None] | None = None
-) -> None:
+def wait_for_server(address: str, timeout: float) -> None:
     """Wait until ``address`` (``host:port``) accepts TCP connections: a server started a moment
     ago may still be starting. Refuse a malformed address, and one that stays closed."""
     host, sep, port = address.rpartition(":")
@@ -199,8 +200,8 @@ def wait_for_server(
                     f"no server accepts connections at {address} after {timeout:g} s "
                     f"({exc.strerror or exc}); is `reportfed federation server` running?"
                 ) from None
-        if say is not None and not said:
-            say(f"waiting up to {timeout:g} s for the server at {address}")
+        if not said:
+            _log.info("waiting up to %g s for the server at %s", timeout, address)
             said = True
         time.sleep(0.5)
 

@@ -23,14 +23,16 @@ from reportfed.flower.wire import META, read_description
 
 @dataclass
 class Member:
-    """A registered node: its Flower id, name, labels, index (the order of registration, which
-    seeds its local training) and how it read its table."""
+    """A registered node: its Flower id, name, the labels it annotates, index (the order of
+    registration, which seeds its local training), how it read its table, and the labels it
+    trains from what the text rules read in its reports (``reads``, known from its updates)."""
 
     node_id: int
     name: str
     labels: LabelSpace
     index: int
     settings: dict[str, Scalar] = field(default_factory=dict)
+    reads: LabelSpace = field(default_factory=lambda: LabelSpace(()))
 
 
 @dataclass

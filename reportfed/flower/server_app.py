@@ -38,11 +38,11 @@ from reportfed.core.node import Modality
 from reportfed.flower.exchange import Traffic, run_on_grid
 from reportfed.flower.history import RunHistory
 from reportfed.flower.modalities import hyperparameters
-from reportfed.flower.report_page import REPORT_FILE, write_report
 from reportfed.flower.run_checks import check_run
 from reportfed.flower.secure_round import SecureAggregation
 from reportfed.flower.strategy import SurgicalAggregation
 from reportfed.flower.wire import config_record
+from reportfed.pages.run_report import REPORT_FILE, write_report
 from reportfed.text.calibration import IDENTITY
 from reportfed.text.model_file import ModelFile, read_model, write_model
 
@@ -83,6 +83,7 @@ def _save(
                 "modality": kind.name,
                 "round": round_,
                 "nodes": {m.name: list(m.labels) for m in registry.members.values()},
+                "read": {m.name: list(m.reads) for m in registry.members.values() if m.reads},
                 "node_settings": {m.name: m.settings for m in registry.members.values()},
                 "excluded": {str(k): v for k, v in registry.excluded.items()},
                 "lost": strategy.history.lost(

@@ -277,9 +277,9 @@ class SurgicalAggregation(Strategy):
             by_name = self.registry.by_name()
             for update in updates:
                 if update.node_id in step.accepted:
-                    by_name[update.node_id].labels = LabelSpace.of(
-                        update.labels, allow_unknown=True
-                    )
+                    member = by_name[update.node_id]
+                    sent = LabelSpace.of(update.labels, allow_unknown=True)
+                    member.reads = LabelSpace(tuple(c for c in sent if c not in member.labels))
         return self._recorded(server_round, step, failed, losses)
 
     def aggregate_sum(
@@ -311,6 +311,10 @@ class SurgicalAggregation(Strategy):
         shared, task = unflatten(dict(zip(names, mean, strict=True)))
         k = float(len(members))
         # a reading node holds every label it can read as well as its own (reports.node.with_read)
+        if self._read:
+            for m in members:
+                read = (c for c in previous.labels if c not in m.labels and has_lexicon(c))
+                m.reads = LabelSpace(tuple(read))
         holders = np.array(
             [
                 sum(c in m.labels or (self._read and has_lexicon(c)) for m in members)
@@ -410,10 +414,12 @@ class SurgicalAggregation(Strategy):
 
     def _evaluated(self, server_round: int, replies: Iterable[Message]) -> MetricRecord | None:
         """Per-label AUROC and threshold of the global model after ``server_round``, averaged
-        over the nodes having the label (weighted by their rows), recorded in the history; the
+        over the nodes having the label (weighted by their rows), and its held-out positives over
+        them, recorded in the history; the
         thresholds and calibrations (averaged over the nodes that fitted one) are kept for the
         model file."""
         sums: dict[str, np.ndarray] = {}  # label -> [n, n*auroc, n*threshold]
+        positives: dict[str, int] = {}  # label -> held-out positives over the nodes
         calibrations: dict[str, np.ndarray] = {}  # label -> [n, n*coefficient...]
         for reply in replies:
             member = self.registry.members.get(reply.metadata.src_node_id)
@@ -422,8 +428,13 @@ class SurgicalAggregation(Strategy):
             try:
                 labels = [str(x) for x in reply.content.config_records[EVALUATED]["labels"]]  # type: ignore[union-attr]
                 m = reply.content.metric_records[EVALUATION]
-                columns = [m["n"], m["auroc"], m["threshold"]]
-                stats = np.asarray(columns, dtype=np.float64).reshape(3, len(labels))
+                columns = [
+                    m["n"],
+                    m["auroc"],
+                    m["threshold"],
+                    m.get("positives", [0] * len(labels)),
+                ]
+                stats = np.asarray(columns, dtype=np.float64).reshape(4, len(labels))
                 coef = np.asarray(m.get("calibration", []), dtype=np.float64)
                 fitted = np.asarray(m.get("calibrated", []), dtype=bool)
                 coef = coef.reshape(len(fitted), len(COEFFICIENTS))
@@ -433,7 +444,8 @@ class SurgicalAggregation(Strategy):
                 log(ERROR, "malformed evaluation from %r: %s", member.name, exc)
                 continue
             for j, label in enumerate(labels):
-                n, auc, thr = stats[:, j]
+                n, auc, thr, pos = stats[:, j]
+                positives[label] = positives.get(label, 0) + int(pos)
                 if n > 0 and np.isfinite([auc, thr]).all():
                     sums.setdefault(label, np.zeros(3))
                     sums[label] += (n, n * auc, n * thr)
@@ -452,6 +464,9 @@ class SurgicalAggregation(Strategy):
                 n, *weighted = calibrations[label]
                 self.calibration[label] = [float(v / n) for v in weighted]
         out["macro-auroc"] = float(np.mean([v for k, v in out.items() if k.startswith("auroc/")]))
+        out |= {
+            f"positives/{label}": positives[label] for label in self.labels if label in positives
+        }
         rows = {label: int(sums[label][0]) for label in self.labels if label in sums}
         out["min-rows"] = min(rows.values())
         self.history.evaluated(server_round, out)

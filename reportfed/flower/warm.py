@@ -20,7 +20,6 @@ forwards each message here:
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -31,10 +30,11 @@ import tempfile
 import threading
 import time
 import traceback
-from collections.abc import Iterator
 from multiprocessing import AuthenticationError
 from multiprocessing.connection import Client, Connection, Listener
 from pathlib import Path
+
+from filelock import FileLock
 
 from reportfed.core.errors import ReportfedError
 from reportfed.flower.node_service import Answer, NodeService, Request
@@ -76,12 +76,9 @@ def remove_places(group: int | None = None) -> None:
         root.rmdir()  # only when no other node of this user has files there
 
 
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """Hold an exclusive lock on ``path`` (one ClientApp starts the warm process, not two)."""
-    with open(path, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        yield
+def _locked(path: Path) -> FileLock:
+    """An exclusive lock on ``path`` (one ClientApp starts the warm process, not two)."""
+    return FileLock(path)
 
 
 def _connect(place: Path, key: bytes) -> Connection | None:

@@ -61,14 +61,15 @@ def round_traffic(
 ) -> dict[str, dict[str, int]]:
     """Per node, the bytes of weights one round moves (float32 arrays as sent, before any
     framing): ``down``, the shared block and its head's rows (every label's with ``distill``),
-    and ``up``, the shared block and its own labels' rows."""
+    and ``up``, the shared block and the rows of the labels it trains (:meth:`~reportfed.reports.node.Node.trains`)."""
     shared = sum(np.asarray(v).nbytes for v in state.shared.values())
     row = sum(np.asarray(v)[0].nbytes for v in state.task.values())
     received = len(state.labels) if config.distill > 0 else None
+    trained = {node.name: len(node.trains(state.labels)) for node in nodes}
     return {
         node.name: {
-            "down": shared + (received or len(node.labels)) * row,
-            "up": shared + len(node.labels) * row,
+            "down": shared + (received or trained[node.name]) * row,
+            "up": shared + trained[node.name] * row,
         }
         for node in nodes
     }

@@ -1,7 +1,7 @@
 """The node algorithm of report tables (:class:`~reportfed.core.node.NodeAlgorithm`): a site's
 embedded reports and labels, trained as :class:`~reportfed.text.model.ReportMLP` rows from the global
 state. The in-process engine (:func:`reportfed.reports.engine.run_federation`) and the Flower ClientApp
-drive the same :class:`ReportAlgorithm`; :data:`REPORTS` is the modality the Flower apps load.
+drive the same :class:`ReportAlgorithm`; :mod:`reportfed.reports.site` builds its node.
 """
 
 from __future__ import annotations
@@ -9,25 +9,22 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from functools import partial
-from pathlib import Path
-from typing import Any
 
 import numpy as np
 import torch
 
 from reportfed.core import schema
 from reportfed.core.aggregation import Arrays, GlobalState, NodeUpdate, node_arrays
-from reportfed.core.config import FederationConfig, NodeSettings, RunSettings, SiteSettings
+from reportfed.core.config import FederationConfig, SiteSettings
 from reportfed.core.errors import ReportfedError, ReportfedWarning
-from reportfed.core.labels import LabelSpace, check_label_matrix, warn_if_all_positive
-from reportfed.core.metrics import f1_thresholds
+from reportfed.core.labels import LabelSpace, check_label_matrix
 from reportfed.core.node import Description, Evaluation
 from reportfed.core.rounds import round_seed
 from reportfed.nn.arrays import load_arrays, to_arrays
 from reportfed.text.assertion import FINDINGS, Mention
-from reportfed.text.calibration import calibration_features, fit_calibration
-from reportfed.text.model import ReportMLP, global_model, node_model, predict_proba
+from reportfed.text.calibration import labelling_rules
+from reportfed.text.model import ReportMLP, node_model, predict_proba
+from reportfed.text.scoring import predict_state
 from reportfed.text.states import other_language, read_labels
 from reportfed.text.templates import lacked_negatives, template_rows
 from reportfed.text.train import positive_weights, train_local
@@ -72,6 +69,12 @@ class Node:
     def reports(self) -> int:
         """The node's training reports: what it reports as its examples."""
         return len(self.x) - self.templates
+
+    def trains(self, federation: LabelSpace) -> LabelSpace:
+        """The labels the node trains in a federation of ``federation``'s labels: its own, then
+        those it has read (:func:`with_read`)."""
+        read = tuple(name for name in federation if name in self.read.columns)
+        return LabelSpace(self.labels.names + read)
 
 
 def _stack(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -277,23 +280,26 @@ class ReportAlgorithm:
         return update, {"loss": loss}
 
     def evaluate(self, state: GlobalState) -> Evaluation:
-        """AUROC inputs and calibration of the global rows on the held-out rows, and the
-        labelling thresholds: each label's best F1 on every report the node annotates, training
-        and held-out (the product's rule, docs/experiments.md)."""
+        """AUROC inputs of the global rows on the held-out rows, and what the node would label
+        with (:func:`~reportfed.text.calibration.labelling_rules`, on the labelling forward pass
+        :func:`~reportfed.text.scoring.predict_state`): thresholds from every report the node
+        annotates, training and held-out, and the calibration fitted on the held-out ones."""
         if self.val_x is None or self.val_y is None:
             raise ReportfedError(f"node {self.node.name!r} holds no rows out for evaluation")
         labels = [name for name in state.labels if name in self.node.labels]
         own, cols = self.node.labels.indices(labels), state.labels.indices(labels)
-        model = global_model(state, self.dim, self.config)
         y = self.val_y[:, own]
-        p = predict_proba(model, torch.from_numpy(self.val_x))[:, cols]
+        p = predict_state(state, self.val_x)[:, cols]
         reports = self.node.reports  # the template rows after them are not the node's reports
-        fit_p = predict_proba(model, torch.from_numpy(self.node.x[:reports]))[:, cols]
-        thresholds = f1_thresholds(
-            np.concatenate([self.node.y[:reports, own], y]), np.concatenate([fit_p, p])
+        fit_p = predict_state(state, self.node.x[:reports])[:, cols]
+        thresholds, calibration = labelling_rules(
+            np.concatenate([self.node.y[:reports, own], y]),
+            np.concatenate([fit_p, p]),
+            np.arange(reports, reports + len(y)),
+            self.val_mentions,
+            labels,
         )
-        features = calibration_features(p, self.val_mentions, labels)
-        return Evaluation(labels, y, p, fit_calibration(features, y), thresholds)
+        return Evaluation(labels, y, p, calibration, thresholds)
 
     def _reading(self, labels: LabelSpace) -> Node:
         """The node also annotating the labels of ``labels`` it reads (:func:`with_read`),
@@ -308,88 +314,3 @@ class ReportAlgorithm:
 
     def restore(self, local: Arrays) -> None:
         """Nothing to restore."""
-
-
-def load_report_node(
-    settings: NodeSettings, config: FederationConfig, run: RunSettings = RunSettings()
-) -> ReportAlgorithm:
-    """Read, embed (through the node's cache) and split a node's reports table.
-
-    The node's labels are the label columns with at least one annotated row; empty settings take
-    the run's (embedder) or reportfed's defaults (name: the table's stem; the cache directory).
-    """
-    from reportfed.core.paths import embeddings_cache_dir
-    from reportfed.data.partition import split_rows
-    from reportfed.data.table import read_reports
-    from reportfed.embed import make_embedder
-    from reportfed.embed.granularity import embed_reports
-    from reportfed.text.states import report_mentions
-
-    if not settings.data:
-        raise ReportfedError("node config has no 'data' (the path of this node's reports table)")
-    data = settings.data
-    name = settings.name or Path(data).stem
-    table = read_reports(
-        data, uncertain=settings.uncertain, blank=settings.blank, require_labels=True
-    )
-    annotated = ~np.isnan(table.labels).all(axis=0)
-    if not annotated.any():
-        raise ReportfedError(f"{data}: no label column has an annotated row")
-    table = table.select_labels(
-        LabelSpace(tuple(n for n, kept in zip(table.label_space, annotated, strict=True) if kept))
-    )
-    warn_if_all_positive(name, table.labels, table.label_space)
-    embedder = make_embedder(settings.embedder or run.embedder, base_url=settings.base_url or None)
-    embed = partial(
-        embed_reports,
-        embedder=embedder,
-        granularity=run.granularity,
-        cache_dir=settings.cache_dir or embeddings_cache_dir(),
-        progress=False,
-    )
-    x = embed(table.texts)
-    fit, val = split_rows(len(table), settings.val_fraction, np.random.default_rng(config.seed))
-    if not len(fit):
-        raise ReportfedError(
-            f"{data}: no training rows left after holding out {settings.val_fraction:.0%}"
-        )
-    node = Node(name, x[fit], table.labels[fit], table.label_space)
-    if config.read:
-        texts = [table.texts[i] for i in fit]
-        reading = read_lacked(
-            texts, table.label_space, embed if config.templates else None, site=name
-        )
-        node = replace(node, read=reading)
-    return ReportAlgorithm(
-        with_templates(node, embed) if config.templates else node,
-        config,
-        embedder.fingerprint,
-        x[val],
-        table.labels[val],
-        report_mentions([table.texts[i] for i in val], list(table.label_space)),
-        settings,
-    )
-
-
-class _Reports:
-    """The modality of report tables."""
-
-    name = "reports"
-    config_class = FederationConfig
-
-    def initial_arrays(
-        self, config: FederationConfig, dim: int, labels: LabelSpace
-    ) -> tuple[Arrays, Arrays]:
-        state = initial_state(dim, labels, config)
-        return state.shared, state.task
-
-    def model_input(self, run: RunSettings) -> tuple[str, str]:
-        return run.granularity, run.embedder
-
-    def node(
-        self, settings: NodeSettings, config: FederationConfig, run: Mapping[str, Any]
-    ) -> ReportAlgorithm:
-        return load_report_node(settings, config, schema.decode(RunSettings, run))
-
-
-REPORTS = _Reports()

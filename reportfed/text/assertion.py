@@ -456,11 +456,13 @@ def _hedged(sentence: str, mentions: list[Mention]) -> list[Mention]:
 
 
 def find_mentions(text: str, labels: Iterable[str] | None = None) -> list[Mention]:
-    """Every mention of ``labels`` (default: every label with a lexicon) in ``text``."""
-    wanted = tuple(lab for lab in (labels if labels is not None else FINDINGS) if lab in FINDINGS)
+    """Every mention of ``labels`` (default: every label with a lexicon) in ``text``. Each is
+    read among the mentions of every finding, so that what is read of a label does not depend on
+    which others are asked ("opacity or atelectasis" hedges atelectasis either way)."""
+    wanted = set(labels if labels is not None else FINDINGS)
     out: list[Mention] = []
     for i, sentence in enumerate(findings_sentences(text)):
-        found = _sentence_mentions(sentence, wanted)
+        found = [m for m in _sentence_mentions(sentence, tuple(FINDINGS)) if m.label in wanted]
         out += found if i == 0 else [replace(m, sentence=i) for m in found]
     return out
 

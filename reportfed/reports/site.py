@@ -1,0 +1,175 @@
+"""A site's rows made into its node: the one builder of the in-process labeler
+(:meth:`reportfed.labeler.ReportLabeler.fit_embeddings`), the Flower node
+(:func:`load_report_node`) and the experiments (:func:`experiments.baselines.method_nodes`).
+
+A site draws its held-out rows from its own generator
+(:func:`~reportfed.data.partition.validation_split`), as a Flower node that knows only its own
+rows must; its node holds its training rows, the template rows of its labels and what the text
+rules read of the labels it lacks (:class:`~reportfed.reports.node.Reading`), which the node
+trains once it knows the federation's labels (:func:`~reportfed.reports.node.with_read`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from reportfed.core import schema
+from reportfed.core.aggregation import Arrays
+from reportfed.core.config import FederationConfig, NodeSettings, RunSettings
+from reportfed.core.errors import ReportfedError
+from reportfed.core.labels import LabelSpace, warn_if_all_positive
+from reportfed.data.partition import validation_split
+from reportfed.reports.node import (
+    Node,
+    Reading,
+    ReportAlgorithm,
+    initial_state,
+    read_lacked,
+    with_templates,
+)
+
+Embed = Callable[[Sequence[str]], np.ndarray]
+
+
+@dataclass(frozen=True)
+class Site:
+    """A site built for training: its ``node`` (training rows, template rows, reading) and which
+    of its rows it trains on (``fit``) and holds out (``val``)."""
+
+    node: Node
+    fit: np.ndarray
+    val: np.ndarray
+
+
+def build_site(
+    name: str,
+    x: np.ndarray,
+    y: np.ndarray,
+    labels: LabelSpace,
+    config: FederationConfig,
+    *,
+    split: float | tuple[np.ndarray, np.ndarray],
+    embed: Embed | None = None,
+    texts: Sequence[str] | None = None,
+    reading: Reading | None = None,
+) -> Site:
+    """Site ``name`` of embedded rows ``x`` with labels ``y`` over ``labels`` (NaN = not
+    annotated), made into its node as ``config`` says; the node's labels are in reportfed's
+    order (:meth:`~reportfed.core.labels.LabelSpace.union`), whatever the order of ``labels``.
+
+    ``split`` is the share of rows held out (:func:`~reportfed.data.partition.validation_split`
+    with ``config.seed``) or the (training, held-out) rows themselves (the experiments' protocol
+    draws them). ``embed`` embeds sentences as ``x`` was embedded, for the template rows
+    (``config.templates``). Where
+    ``config.read``, the node carries what the text rules read of the labels it lacks: read in
+    ``texts`` (every row's report) or given as ``reading`` (read once elsewhere); with neither, it
+    reads nothing.
+    """
+    if isinstance(split, tuple):
+        fit, val = split
+    else:
+        fit, val = validation_split(len(x), split, config.seed)
+    if not len(fit):
+        raise ReportfedError(f"site {name!r} has no training rows left after holding some out")
+    order = LabelSpace.union([labels])  # a table's column order is not the node's
+    node = Node(name, x[fit], y[np.ix_(fit, labels.indices(order))], order)
+    template_embed = embed if config.templates else None
+    if config.templates and embed is None:
+        raise ReportfedError(f"site {name!r}: template rows need an embedder")
+    if config.read:
+        if reading is None and texts is not None:
+            reading = read_lacked([texts[i] for i in fit], order, template_embed, site=name)
+        if reading is not None:
+            node = replace(node, read=reading)
+    if template_embed is not None:
+        node = with_templates(node, template_embed)
+    return Site(node, fit, val)
+
+
+def load_report_node(
+    settings: NodeSettings, config: FederationConfig, run: RunSettings = RunSettings()
+) -> ReportAlgorithm:
+    """Read, embed (through the node's cache) and build (:func:`build_site`) a node's reports
+    table.
+
+    The node's labels are the label columns with at least one annotated row; empty settings take
+    the run's (embedder) or reportfed's defaults (name: the table's stem; the cache directory).
+    """
+    from reportfed.core.paths import embeddings_cache_dir
+    from reportfed.data.table import read_reports
+    from reportfed.embed import make_embedder
+    from reportfed.embed.granularity import embed_reports
+    from reportfed.text.states import report_mentions
+
+    if not settings.data:
+        raise ReportfedError("node config has no 'data' (the path of this node's reports table)")
+    data = settings.data
+    name = settings.name or Path(data).stem
+    table = read_reports(
+        data, uncertain=settings.uncertain, blank=settings.blank, require_labels=True
+    )
+    annotated = ~np.isnan(table.labels).all(axis=0)
+    if not annotated.any():
+        raise ReportfedError(f"{data}: no label column has an annotated row")
+    table = table.select_labels(
+        LabelSpace(tuple(n for n, kept in zip(table.label_space, annotated, strict=True) if kept))
+    )
+    warn_if_all_positive(name, table.labels, table.label_space)
+    embedder = make_embedder(settings.embedder or run.embedder, base_url=settings.base_url or None)
+    embed = partial(
+        embed_reports,
+        embedder=embedder,
+        granularity=run.granularity,
+        cache_dir=settings.cache_dir or embeddings_cache_dir(),
+        progress=False,
+    )
+    x = embed(table.texts)
+    site = build_site(
+        name,
+        x,
+        table.labels,
+        table.label_space,
+        config,
+        split=settings.val_fraction,
+        embed=embed,
+        texts=table.texts,
+    )
+    return ReportAlgorithm(
+        site.node,
+        config,
+        embedder.fingerprint,
+        x[site.val],
+        table.labels[site.val],
+        report_mentions([table.texts[i] for i in site.val], list(table.label_space)),
+        settings,
+    )
+
+
+class _Reports:
+    """The modality of report tables."""
+
+    name = "reports"
+    config_class = FederationConfig
+
+    def initial_arrays(
+        self, config: FederationConfig, dim: int, labels: LabelSpace
+    ) -> tuple[Arrays, Arrays]:
+        state = initial_state(dim, labels, config)
+        return state.shared, state.task
+
+    def model_input(self, run: RunSettings) -> tuple[str, str]:
+        return run.granularity, run.embedder
+
+    def node(
+        self, settings: NodeSettings, config: FederationConfig, run: Mapping[str, Any]
+    ) -> ReportAlgorithm:
+        return load_report_node(settings, config, schema.decode(RunSettings, run))
+
+
+REPORTS = _Reports()
