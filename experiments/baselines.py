@@ -390,9 +390,9 @@ def run_method(
                 Judged(
                     result.nodes[s.name],
                     val_x[s.name],
-                    val_y[s.name][:, union.indices(s.labels)],
+                    val_y[s.name][:, union.indices(result.nodes[s.name].labels)],
                     all_x[s.name],
-                    counted[s.name][:, union.indices(s.labels)],
+                    counted[s.name][:, union.indices(result.nodes[s.name].labels)],
                 )
                 for s in scenario.sites
             ]

@@ -11,6 +11,7 @@ from experiments.baselines import METHODS, run_method
 from experiments.lockstep import Compute
 from experiments.protocol import Protocol, scenario, simulate
 from reportfed.core.config import PAPER
+from reportfed.core.labels import LabelSpace
 from reportfed.data.partition import dirichlet_rows
 
 from .synthetic import synthetic
@@ -132,9 +133,11 @@ def test_read_trains_the_labels_a_site_lacks_as_read(data) -> None:  # type: ign
     nodes = method_nodes(replace(sc, read=read.astype(np.float32)), METHODS["surgical"], reading)
     for node, site in zip(nodes, sc.sites, strict=True):
         lacked = [name for name in sc.union() if name not in site.labels]
-        # its own labels first, as annotated; then the others as read (hedges NaN)
-        assert node.labels.names == site.labels.names + tuple(lacked) and lacked
-        own, other = sc.labels.indices(site.labels), sc.labels.indices(lacked)
+        # its own labels first (in reportfed's order, as build_site orders a node's), as
+        # annotated; then the others as read (hedges NaN)
+        mine = LabelSpace.union([site.labels])
+        assert node.labels.names == mine.names + tuple(lacked) and lacked
+        own, other = sc.labels.indices(mine), sc.labels.indices(lacked)
         np.testing.assert_array_equal(node.y[:, : len(own)], y[np.ix_(site.fit, own)])
         np.testing.assert_array_equal(node.y[:, len(own) :], read[np.ix_(site.fit, other)])
         assert not node.read.columns

@@ -15,7 +15,7 @@ import pytest
 from reportfed.cli import main
 from reportfed.core.errors import InputFileError, OutputFileError
 from reportfed.core.files import StagedTables, atomic_write, table_data
-from reportfed.data.table import ReportTable, count_reports, iter_reports, read_reports
+from reportfed.data.table import ReportTable, count_reports, iter_reports, read_table
 from reportfed.reader import _padded_groups
 
 ROWS = [
@@ -46,7 +46,7 @@ def _tables(tmp_path: Path) -> list[Path]:
 @pytest.mark.parametrize("rows", [1, 2, 3, 100])
 def test_chunks_read_what_the_whole_table_reads(tmp_path: Path, rows: int) -> None:
     for path in _tables(tmp_path):
-        whole = read_reports(path)
+        whole = read_table(path)
         chunks = list(iter_reports(path, rows=rows))
         assert len(chunks) == -(-len(ROWS) // rows)
         assert [t for c in chunks for t in c.texts] == whole.texts

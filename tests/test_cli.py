@@ -12,7 +12,7 @@ import pytest
 from experiments.simulate import main as simulate
 from reportfed.cli import main
 from reportfed.core.labels import CHEXPERT_14
-from reportfed.data.table import CORPUS_COLUMNS, read_reports
+from reportfed.data.table import CORPUS_COLUMNS, read_table
 
 from .browser import render
 from .conftest import ROOT
@@ -59,7 +59,7 @@ def test_corpus_iu_writes_table_and_counts(tmp_path, capsys, iu_archive) -> None
     assert "wrote 3832 IU reports" in err and "left out the 95 that IU never indexed" in err
     assert "Cardiomegaly" in err
     # its context columns are read as context by the table reader, not named as ignored
-    table = read_reports(tmp_path / "iu.csv")
+    table = read_table(tmp_path / "iu.csv")
     assert list(frame.columns[2:5]) == list(CORPUS_COLUMNS) and table.ignored_columns == ()
 
 

@@ -16,7 +16,7 @@ import pytest
 
 from reportfed.core.labels import CHEXPERT_14
 from reportfed.data.mimic import load_mimic, report_sections, section_text
-from reportfed.data.table import read_reports
+from reportfed.data.table import read_table
 from tests.data.make_mimic_fixture import write_fixture
 
 from .conftest import ROOT
@@ -65,7 +65,7 @@ def test_corpus_mimic_writes_the_labelled_sections_and_their_states(
     states = frame[list(CHEXPERT_14)].to_numpy()
     assert set(np.unique(states[~np.isnan(states)])) == {1.0, 0.0, -1.0}
     # a site table the trainer reads as it reads any: -1 by --uncertain, blank by --blank
-    table = read_reports(tmp_path / "mimic.csv")
+    table = read_table(tmp_path / "mimic.csv")
     assert len(table.texts) == 58 and not np.isnan(table.labels).any()
 
 

@@ -1,4 +1,4 @@
-"""read_reports on random tables: never a traceback, every refusal a ReportfedError, and every
+"""read_table on random tables: never a traceback, every refusal a ReportfedError, and every
 accepted table keeps its row count (skipped rows counted) and its ids."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from reportfed.core.errors import ReportfedError
-from reportfed.data.table import TEXT_COLUMNS, read_reports
+from reportfed.data.table import TEXT_COLUMNS, read_table
 
 CELLS = st.one_of(
     st.text(max_size=40),
@@ -53,7 +53,7 @@ def tables(draw: st.DrawFn) -> tuple[bytes, str, list[str] | None]:
 
 
 def _ids(header: list[str], rows: list[list[str]]) -> list[str]:
-    """The ids read_reports gives: the ``id`` column, else the file row numbers."""
+    """The ids read_table gives: the ``id`` column, else the file row numbers."""
     if "id" in header:
         return [row[header.index("id")] for row in rows]
     return [str(i + 2) for i in range(len(rows))]
@@ -68,7 +68,7 @@ def test_read_reports_refuses_cleanly_or_keeps_rows_and_ids(tmp_path: Path, draw
     path = tmp_path / f"r{suffix}"
     path.write_bytes(data)
     try:
-        table = read_reports(path)
+        table = read_table(path)
     except ReportfedError:
         return  # a refusal: one clear line in the CLI
     assert all(isinstance(t, str) and t.strip() for t in table.texts)

@@ -14,7 +14,7 @@ from experiments.baselines import METHODS, Scenario, method_nodes
 from experiments.protocol import site_rows
 from reportfed.core.config import FederationConfig, NodeSettings, RunSettings
 from reportfed.core.labels import LabelSpace
-from reportfed.data.table import read_reports
+from reportfed.data.table import read_table
 from reportfed.reports.node import Node, with_read
 from reportfed.reports.site import load_report_node
 from reportfed.text.states import read_labels
@@ -44,7 +44,7 @@ def test_the_labeler_a_flower_node_and_an_experiment_build_the_same_node(
     tables: dict[str, Path], embeddings_cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     names = ("a", "b")  # a: Cardiomegaly, Pleural Effusion, Atelectasis; b: Cardiomegaly, ...
-    read = [read_reports(str(tables[n]), require_labels=True) for n in names]
+    read = [read_table(str(tables[n]), require_labels=True) for n in names]
     union = LabelSpace.union(t.label_space for t in read)
 
     # a Flower node, from its table alone
@@ -120,7 +120,7 @@ def test_what_is_read_of_a_label_does_not_depend_on_the_labels_asked(
 ) -> None:
     """A Flower node reads the findings it lacks, an experiment every finding of its corpus:
     each label's column is the same ("opacity or atelectasis" hedges atelectasis either way)."""
-    texts = [s for path in tables.values() for s in read_reports(str(path)).texts]
+    texts = [s for path in tables.values() for s in read_table(str(path)).texts]
     labels = ["Lung Opacity", "Atelectasis", "Pneumonia", "Edema", "Consolidation"]
     every = read_labels(texts, labels)
     for c, name in enumerate(labels):

@@ -225,7 +225,7 @@ def _embed_once(texts: list[str], config: dict[str, schema.Scalar]) -> None:
 
 
 def start_supernode(args: argparse.Namespace) -> None:
-    from reportfed.data.table import read_reports
+    from reportfed.data.table import read_table
     from reportfed.flower.launch import SUPERNODE_ENV, supernode_command
     from reportfed.flower.processes import (
         CONNECTION_FAILED,
@@ -246,7 +246,7 @@ def start_supernode(args: argparse.Namespace) -> None:
         for warning in check_node_key(key):
             say(f"reportfed: warning: {warning}")
     config = node_config(args)
-    table = read_reports(  # fail here, not inside Flower
+    table = read_table(  # fail here, not inside Flower
         str(config["data"]), require_labels=True, blank=args.blank, uncertain=args.uncertain
     )
     say(f"{config['data']}: {len(table)} reports, labels {list(table.label_space)}")

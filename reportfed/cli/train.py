@@ -25,14 +25,14 @@ if TYPE_CHECKING:
 
 
 def cmd_train(args: argparse.Namespace) -> None:
-    from reportfed.data.table import read_reports
+    from reportfed.data.table import read_table
 
     check_outputs(training_outputs(args), inputs=[("--node", Path(p)) for p in args.node])
     site = schema.from_args(SiteSettings, args)
     labeler = training_labeler(args, schema.from_args(FederationConfig, args), site.val_fraction)
     custom = names(args.custom_labels or "")
     tables = [
-        read_reports(
+        read_table(
             p,
             custom_labels=custom,
             uncertain=site.uncertain,

@@ -283,7 +283,7 @@ def _cell(value: object) -> str:
 
 def training_labels(states: np.ndarray, uncertain: Uncertain, blank: Blank) -> np.ndarray:
     """Four-state labels (1.0, 0.0, -1.0, NaN for blank) as a trainer reads them: -1 and blank
-    by the ``uncertain`` and ``blank`` policies of :func:`read_reports`."""
+    by the ``uncertain`` and ``blank`` policies of :func:`read_table`."""
     out = np.array(states, dtype=np.float32, copy=True)
     out[np.isnan(states)] = _BLANK_VALUE[blank]
     out[states == -1.0] = _UNCERTAIN_VALUE[uncertain]
@@ -324,7 +324,7 @@ def parse_label_column(
     return out
 
 
-def read_reports(
+def read_table(
     path: str | Path,
     *,
     text_column: str | None = None,
@@ -441,7 +441,7 @@ def iter_reports(
 ) -> Iterator[ReportTable]:
     """The reports of a table ``rows`` file rows at a time (texts and ids; labels are not read),
     so a table of any size is read in flat memory. Each chunk is a :class:`ReportTable` with its
-    own ``skipped_empty``; ids are as :func:`read_reports` gives them. A malformed row raises when
+    own ``skipped_empty``; ids are as :func:`read_table` gives them. A malformed row raises when
     its chunk is read: :func:`count_reports` checks the whole file first."""
     path = _table_path(path)
     if _is_parquet(path):

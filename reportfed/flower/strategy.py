@@ -124,7 +124,7 @@ class SurgicalAggregation(Strategy):
         self.secure = secure
         self.last_round = 0
         self.thresholds: dict[str, float] = {}
-        self._read = False  #: the run's read: nodes also train the labels they read
+        self._reading_run = False  #: the run reads: nodes also train the labels they lack, as read
         self.calibration: dict[str, list[float]] = {}
         self.history = RunHistory()
         self._server: SurgicalServer | None = None
@@ -206,8 +206,8 @@ class SurgicalAggregation(Strategy):
         connected = set(grid.get_node_ids())
         # knowledge transfer and reading: a training node needs every row, not only its own
         # labels'
-        self._read = bool(config.get("read", False))
-        every_row = kind == "train" and (float(config.get("distill", 0.0)) > 0 or self._read)  # type: ignore[arg-type]
+        self._reading_run = bool(config.get("read", False))
+        every_row = kind == "train" and (float(config.get("distill", 0.0)) > 0 or self._reading_run)  # type: ignore[arg-type]
         messages = []
         for member in sorted(self.registry.members.values(), key=lambda m: m.index):
             if member.node_id not in connected:
@@ -311,13 +311,13 @@ class SurgicalAggregation(Strategy):
         shared, task = unflatten(dict(zip(names, mean, strict=True)))
         k = float(len(members))
         # a reading node holds every label it can read as well as its own (reports.node.with_read)
-        if self._read:
+        if self._reading_run:
             for m in members:
                 read = (c for c in previous.labels if c not in m.labels and has_lexicon(c))
                 m.reads = LabelSpace(tuple(read))
         holders = np.array(
             [
-                sum(c in m.labels or (self._read and has_lexicon(c)) for m in members)
+                sum(c in m.labels or (self._reading_run and has_lexicon(c)) for m in members)
                 for c in previous.labels
             ],
             float,

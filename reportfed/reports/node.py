@@ -211,7 +211,7 @@ class ReportAlgorithm:
     val_mentions: list[dict[str, Mention | None]] = field(default_factory=list)
     settings: SiteSettings = field(default_factory=SiteSettings)
     _model: ReportMLP | None = field(default=None, init=False, repr=False)
-    _read: tuple[LabelSpace, Node] | None = field(default=None, init=False, repr=False)
+    _with_read: tuple[LabelSpace, Node] | None = field(default=None, init=False, repr=False)
 
     @property
     def dim(self) -> int:
@@ -304,9 +304,9 @@ class ReportAlgorithm:
     def _reading(self, labels: LabelSpace) -> Node:
         """The node also annotating the labels of ``labels`` it reads (:func:`with_read`),
         prepared once for a federation's labels."""
-        if self._read is None or self._read[0] != labels:
-            self._read = (labels, with_read(self.node, labels))
-        return self._read[1]
+        if self._with_read is None or self._with_read[0] != labels:
+            self._with_read = (labels, with_read(self.node, labels))
+        return self._with_read[1]
 
     def local_arrays(self) -> Arrays:
         """Nothing stays on a report node but its data."""

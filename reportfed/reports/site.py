@@ -102,7 +102,7 @@ def load_report_node(
     the run's (embedder) or reportfed's defaults (name: the table's stem; the cache directory).
     """
     from reportfed.core.paths import embeddings_cache_dir
-    from reportfed.data.table import read_reports
+    from reportfed.data.table import read_table
     from reportfed.embed import make_embedder
     from reportfed.embed.granularity import embed_reports
     from reportfed.text.states import report_mentions
@@ -111,7 +111,7 @@ def load_report_node(
         raise ReportfedError("node config has no 'data' (the path of this node's reports table)")
     data = settings.data
     name = settings.name or Path(data).stem
-    table = read_reports(
+    table = read_table(
         data, uncertain=settings.uncertain, blank=settings.blank, require_labels=True
     )
     annotated = ~np.isnan(table.labels).all(axis=0)
