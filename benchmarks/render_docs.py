@@ -374,6 +374,35 @@ def evidence() -> str:
     return "\n".join(lines)
 
 
+def flower_dp() -> str:
+    """What differential privacy cost a two-node Flower run (docs/federation.md)."""
+    runs = json.loads((RESULTS / "flower_dp.json").read_text())
+    base = next(r for r in runs if not r["noise"])
+    noisy = [r for r in runs if r["noise"]]
+    said = ", ".join(f"{r['macro-auroc']:.3f} with noise {r['noise']:g}" for r in noisy)
+    return (
+        f"- **What it costs** (`python -m benchmarks.flower_dp`, 2 IU nodes, {base['rounds']} "
+        f"rounds of the paper's settings, clip {noisy[0]['clip']:g}, deployment engine): macro "
+        f"AUROC on the nodes' held-out rows {base['macro-auroc']:.3f} without DP, {said}."
+    )
+
+
+def vision_steps() -> str:
+    """Seconds of a training step of each image model on the CPU (docs/vision.md)."""
+    rows = json.loads((RESULTS / "vision_steps.json").read_text())
+    names = {"densenet121": "DenseNet121", "vit": "ViT-B/16"}
+    said = ", ".join(
+        f"{r['s_per_step']:.2f} s ({names[r['arch']]}, {r['image_size']} x {r['image_size']})"
+        for r in rows
+        if r["device"] == "cpu"
+    )
+    return (
+        "- GPU when present (bf16 autocast, channels-last, pinned memory), CPU otherwise. On 2 "
+        f"CPU cores a train step on a batch of {rows[0]['batch']} takes {said} "
+        "(`python benchmarks/vision_steps.py`)."
+    )
+
+
 def mimic_style() -> str:
     """The default model on the MIMIC-style suite: cells right, F1 by state, per family."""
     found = _load("mimic_style")
@@ -663,6 +692,8 @@ RENDERERS: dict[str, Callable[[], str]] = {
     "assertion_context": assertion_context,
     "mimic_style": mimic_style,
     "evidence": evidence,
+    "flower_dp": flower_dp,
+    "vision_steps": vision_steps,
     "mimic_corpus": mimic_corpus,
     "cold_label": functools.partial(cold_label, "cold_label"),
     "cold_label_avx2": functools.partial(cold_label, "cold_label_avx2"),
