@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
+from sklearn.utils import Tags
 
 from reportfed.core.aggregation import GlobalState, node_arrays
 from reportfed.core.config import FederationConfig, Granularity, check_fraction
@@ -109,6 +110,17 @@ class ReportLabeler(ReportReader, BaseEstimator):
             precision=precision,
         )
         self.val_fraction = val_fraction
+
+    def __sklearn_tags__(self) -> Tags:
+        """scikit-learn's description of the estimator: it reads report texts (a list of strings,
+        not a 2-D numeric array) and learns several labels at once from a required ``y``."""
+        tags = super().__sklearn_tags__()
+        tags.input_tags.two_d_array = False
+        tags.input_tags.string = True
+        tags.target_tags.required = True
+        tags.target_tags.multi_output = True
+        tags.target_tags.single_output = False
+        return tags
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "state_"):

@@ -22,7 +22,7 @@ from flwr.app import Array, ArrayRecord, Message
 from reportfed.core import schema
 from reportfed.core.aggregation import Arrays, GlobalState
 from reportfed.core.config import FederationConfig
-from reportfed.core.labels import LabelSpace
+from reportfed.core.labels import LabelSpace, canonical
 from reportfed.embed.weights import resolve_model_path
 from reportfed.flower import client_app, server_app
 from reportfed.flower.exchange import run_on_grid
@@ -34,7 +34,7 @@ from reportfed.text.calibration import IDENTITY
 from reportfed.text.model import SKIP
 
 from .direct_grid import DirectGrid
-from .flower_nodes import CONFIG, UNION, assert_same, engine_state, run_config
+from .flower_nodes import CONFIG, NODE_LABELS, UNION, assert_same, engine_state, run_config
 
 FLOWER = {"hidden": "32,16", "seed": 0, "evaluate-every": 0}
 
@@ -143,8 +143,10 @@ def test_reading_nodes_train_every_label_they_read_and_match_the_engine(
     # reading changes the model: the same run without it differs
     plain = engine_state(tables, embeddings_cache, "abc", 2, read=False)
     assert not np.allclose(states[-1].task["weight"], plain.task["weight"], atol=1e-3)
-    for member in strategy.registry.members.values():  # every label of the union is read
-        assert sorted(member.labels) == sorted(UNION), member.name
+    # every label of the union is trained: those a node annotates, and those it reads
+    for member in strategy.registry.members.values():
+        assert sorted(member.labels) == sorted(canonical(n) for n in NODE_LABELS[member.name])
+        assert sorted([*member.labels, *member.reads]) == sorted(UNION), member.name
 
 
 def test_options_beyond_the_paper_travel_to_the_nodes_and_match_the_engine(

@@ -237,6 +237,12 @@ def test_edited_metadata_fails_the_checksum_v1_is_refused_and_v3_loads(fitted, t
 
 
 def test_scikit_learn_clones_the_labeler_and_validates_at_fit() -> None:
+    """scikit-learn's API checks that apply to an estimator of report texts. Its shared checks
+    of fitting and predicting (dtypes, sparse input, NaN, sample order...) feed 2-D numeric
+    arrays, which a labeler of texts does not take: with its tags saying so (texts in, a
+    required multi-label ``y``), ``check_estimator`` runs the clone check alone (below), and
+    the fit checks that do apply are held here (fit returns self, a second fit starts from
+    scratch) and in this file's other tests (NotFittedError, Pipeline and GridSearchCV)."""
     from sklearn.base import clone
     from sklearn.utils import estimator_checks as checks
 
@@ -254,8 +260,25 @@ def test_scikit_learn_clones_the_labeler_and_validates_at_fit() -> None:
         checks.check_estimator_cloneable,
         checks.check_estimator_repr,
         checks.check_do_not_raise_errors_in_init_or_set_params,
+        checks.check_estimators_unfitted,
+        checks.check_mixin_order,
+        checks.check_valid_tag_types,
+        checks.check_estimator_tags_renamed,
     ):
         check("ReportLabeler", ReportLabeler(progress=False))
+    ran = checks.check_estimator(ReportLabeler(progress=False), on_fail=None)
+    assert [(r["check_name"], r["status"]) for r in ran] == [
+        ("check_estimator_cloneable", "passed")
+    ]
+    # fit returns the estimator, and a second fit starts from scratch (its labels alone)
+    small = FederationConfig(rounds=1, hidden=(8,), templates=False, read=False)
+    fitted = ReportLabeler(config=small, val_fraction=0.25, progress=False)
+    x = np.random.default_rng(0).normal(size=(8, 1, 16)).astype(np.float32)
+    y = np.array([[1, 0], [0, 1], [1, 1], [0, 0]] * 2, np.float32)
+    both, one = LabelSpace(("Edema", "Pneumonia")), LabelSpace(("Fracture",))
+    assert fitted.fit_embeddings(x, y, both, fingerprint="precomputed") is fitted
+    fitted.fit_embeddings(x, y[:, :1], one, fingerprint="precomputed")
+    assert list(fitted.classes_) == ["Fracture"] and fitted.state_.labels == one
     bad = ReportLabeler(val_fraction=1.5, progress=False)  # stored as given, refused at fit
     with pytest.raises(ConfigError, match=r"val_fraction must be in \[0, 1\)"):
         bad.fit_embeddings(

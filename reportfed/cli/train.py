@@ -152,7 +152,7 @@ def add_training_options(p: argparse.ArgumentParser) -> None:
         "--report",
         default=None,
         help="also write the run's report page (HTML: per-label validation AUROC, seconds and "
-        "MB per round, which site holds which label, the settings)",
+        "MB per round, which site annotates and which reads each label, the settings)",
     )
     add_embedder_options(p)
 

@@ -50,14 +50,14 @@ __all__ = [
 ]
 
 
-def numerics(backend: str | None = None, precision: str | None = None) -> tuple[str, str]:
+def numerics(backend: str | None = None, precision: str | None = None) -> tuple[str, str | None]:
     """How vectors are computed: ``backend`` and ``precision`` as asked, else the user's settings
-    ``$REPORTFED_BACKEND`` and ``$REPORTFED_PRECISION``, else ``auto`` (the one place they are
-    read)."""
+    ``$REPORTFED_BACKEND`` and ``$REPORTFED_PRECISION`` (the one place they are read); else
+    ``auto`` and the embedder's own default precision (``None``)."""
     env = os.environ
     return (
         backend or env.get("REPORTFED_BACKEND") or "auto",
-        precision or env.get("REPORTFED_PRECISION") or "auto",
+        precision or env.get("REPORTFED_PRECISION") or None,
     )
 
 
@@ -74,7 +74,7 @@ def shared_embedder(
 
 
 @functools.lru_cache(maxsize=4)
-def _shared(spec: str, base_url: str | None, backend: str, precision: str) -> Embedder:
+def _shared(spec: str, base_url: str | None, backend: str, precision: str | None) -> Embedder:
     return make_embedder(spec, base_url=base_url, backend=backend, precision=precision)
 
 
@@ -94,12 +94,12 @@ def make_embedder(
     if backend not in BACKENDS:
         raise EmbeddingError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
     if kind == "st" and backend == "auto":
-        backend = auto_backend(rest, precision)
+        backend = auto_backend(rest, precision or "auto")
     if backend not in ("auto", "torch") and kind != "st":
         raise EmbeddingError(
             f"the {backend} backend runs sentence-transformers models, not {spec!r}"
         )
-    kwargs = {"precision": precision}
+    kwargs = {"precision": precision} if precision else {}
     if backend == "openvino":
         from reportfed.embed.openvino import OpenVinoEmbedder
 

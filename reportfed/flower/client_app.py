@@ -121,7 +121,7 @@ def train(msg: Message, context: Context) -> Message:
         msg,
         {
             ARRAYS: to_record(update.shared, update.task),
-            META: ConfigRecord({"labels": list(update.labels)}),
+            META: ConfigRecord({"labels": list(update.labels), "annotated": list(found.annotated)}),
             METRICS: MetricRecord({"num-examples": update.num_examples, **scores}),
             **evaluation_records(found.evaluation),
         },

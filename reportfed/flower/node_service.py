@@ -44,13 +44,15 @@ class Request:
 class Answer:
     """A node's answer: its description (``query``); its evaluation of the rows received, as the
     labels and the metrics :func:`evaluation_metrics` gives (``evaluate``, or ``train`` when
-    asked); its update and training metrics (``train``); the weights it keeps (``local``)."""
+    asked); its update and training metrics, and the labels it annotates (``train``: its update
+    may also hold labels it reads); the weights it keeps (``local``)."""
 
     description: Description | None = None
     evaluation: tuple[list[str], dict[str, Any]] | None = None
     update: NodeUpdate | None = None
     metrics: dict[str, float] = field(default_factory=dict)
     local: Arrays = field(default_factory=dict)
+    annotated: list[str] = field(default_factory=list)
 
 
 def node_settings(node_config: dict[str, Any], run_config: dict[str, Any]) -> NodeSettings:
@@ -147,7 +149,11 @@ class NodeService:
             request.state, int(request.meta["round"]) - 1, int(request.meta["node-index"])
         )
         return Answer(
-            evaluation=evaluation, update=update, metrics=metrics, local=node.local_arrays()
+            evaluation=evaluation,
+            update=update,
+            metrics=metrics,
+            local=node.local_arrays(),
+            annotated=list(node.describe().labels),
         )
 
 

@@ -253,6 +253,7 @@ class SurgicalAggregation(Strategy):
         replies = list(replies)
         self._evaluated(server_round - 1, replies)  # the evaluations that rode along, if any
         updates, failed, losses = [], {}, {}
+        sent: dict[str, list[str]] = {}  # per node, the labels of its update it annotates
         for reply in replies:
             member = self.registry.members.get(reply.metadata.src_node_id)
             if member is None:
@@ -262,7 +263,9 @@ class SurgicalAggregation(Strategy):
                 continue
             try:
                 shared, task = from_record(reply.content.array_records[ARRAYS])
-                labels = [str(x) for x in reply.content.config_records[META]["labels"]]  # type: ignore[union-attr]
+                meta = reply.content.config_records[META]
+                labels = [str(x) for x in meta["labels"]]  # type: ignore[union-attr]
+                annotated = [str(x) for x in meta.get("annotated", labels)]  # type: ignore[union-attr]
                 metrics = reply.content.metric_records[METRICS]
                 n = int(metrics["num-examples"])  # type: ignore[arg-type]
                 losses[member.name] = float(metrics["train-loss"])  # type: ignore[arg-type]
@@ -270,6 +273,7 @@ class SurgicalAggregation(Strategy):
                 failed[member.name] = f"malformed reply ({exc})"
                 continue
             updates.append(NodeUpdate(member.name, labels, shared, task, num_examples=n))
+            sent[member.name] = annotated
         replied = {reply.metadata.src_node_id for reply in replies}
         failed |= self._missing(replied, "no reply within the round timeout")
         step = self.server.step(updates)
@@ -278,8 +282,9 @@ class SurgicalAggregation(Strategy):
             for update in updates:
                 if update.node_id in step.accepted:
                     member = by_name[update.node_id]
-                    sent = LabelSpace.of(update.labels, allow_unknown=True)
-                    member.reads = LabelSpace(tuple(c for c in sent if c not in member.labels))
+                    own = LabelSpace.of(sent[update.node_id], allow_unknown=True)
+                    member.labels = own
+                    member.reads = LabelSpace(tuple(c for c in update.labels if c not in own))
         return self._recorded(server_round, step, failed, losses)
 
     def aggregate_sum(
