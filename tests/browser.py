@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -35,3 +38,23 @@ def render(page: Path, screenshot: Path, fragment: str = "") -> tuple[str, list[
     console = [line for line in shot.stderr.splitlines() + dom.stderr.splitlines()
                if ":CONSOLE" in line]  # fmt: skip
     return dom.stdout, console
+
+
+@contextlib.contextmanager
+def driven(page: Path) -> Iterator[Any]:
+    """``page`` open in Debian's chromium, headless, driven by Playwright (clicks, keys,
+    downloads; ``pip install playwright``, no browser download: it drives this chromium); the
+    page's console errors fail the test when it ends."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium(), args=["--no-sandbox"])
+        try:
+            tab = browser.new_context(accept_downloads=True).new_page()
+            errors: list[str] = []
+            tab.on("pageerror", lambda exc: errors.append(str(exc)))
+            tab.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            tab.goto(page.resolve().as_uri())
+            yield tab
+            assert errors == []
+        finally:
+            browser.close()

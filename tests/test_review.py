@@ -14,7 +14,7 @@ import pytest
 
 from reportfed.cli import main
 
-from .browser import render
+from .browser import driven, render
 from .conftest import ROOT
 
 EXAMPLES = ROOT / "examples" / "reports.csv"
@@ -116,3 +116,53 @@ def test_no_report_text_can_end_the_pages_data(labelling, tmp_path) -> None:  # 
     assert console == []
     assert _shown(dom) == ["q1", "q2", "q3", "q4"]
     assert "&lt;!--&lt;script&gt;" in dom and "&lt;b&gt;bold&lt;/b&gt;" in dom
+
+
+@pytest.mark.slow
+def test_a_reader_corrects_states_keeps_them_and_trains_a_site_on_them(
+    labelling, tables, tmp_path, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    """On the examples' page a reader corrects two states (one with the mouse, one with the
+    keyboard), the page marks them and keeps them across a reload, and the download is a site
+    table that ``reportfed train`` takes beside an IU site."""
+    monkeypatch.chdir(tmp_path)
+    page = tmp_path / "review.html"
+    labels = tmp_path / "labels.csv"
+    assert main(["label", "--reports", str(EXAMPLES), "--out", str(labels),
+                 "--review", str(page)]) == 0  # fmt: skip
+    with driven(page) as tab:
+        tab.screenshot(path=str(tmp_path / "before.png"))
+        assert tab.inner_text("#corrected") == "no corrections"
+        assert tab.is_disabled("#download")
+        # r4's hedged pneumonia read as present, with the mouse
+        tab.get_by_label("Pneumonia in report r4: your reading").select_option("1")
+        # r1's edema, not mentioned, read as uncertain: Tab to it and an arrow key
+        tab.get_by_label("Edema in report r1: your reading").focus()
+        tab.keyboard.press("ArrowUp")
+        assert tab.inner_text("#corrected") == "2 correction(s) in 2 report(s)"
+        changed = tab.locator("tr.changed")
+        assert changed.count() == 2 and changed.first.inner_text().endswith("corrected")
+        tab.reload()  # the browser keeps them for this page
+        assert tab.inner_text("#corrected") == "2 correction(s) in 2 report(s)"
+        assert tab.get_by_label("Pneumonia in report r4: your reading").input_value() == "1"
+        tab.screenshot(path=str(tmp_path / "after.png"))
+        with tab.expect_download() as download:
+            tab.click("#download")
+        download.value.save_as(tmp_path / "corrections.csv")
+    corrected = pd.read_csv(tmp_path / "corrections.csv", dtype=str, keep_default_na=False)
+    labelled = pd.read_csv(labels, dtype=str, keep_default_na=False).set_index("id")
+    assert list(corrected["id"]) == ["r1", "r4"]
+    assert list(corrected.columns) == ["id", "Reports", *labelled.columns[1:]]
+    # the corrected cells as read, every other cell as labelled ("1.0" there, "1" here)
+    expected = labelled.loc[["r1", "r4"]].reset_index()
+    expected.loc[0, "Edema"], expected.loc[1, "Pneumonia"] = "-1", "1"
+    for column in labelled.columns[1:]:
+        assert [str(float(v)) if v else "" for v in corrected[column]] == [
+            str(float(v)) if v else "" for v in expected[column]
+        ], column
+    assert (corrected["Reports"] == expected["Reports"]).all()
+    # a site of the corrections trains beside an IU site
+    model = tmp_path / "model.safetensors"
+    assert main(["train", "--node", "corrections.csv", "--node", str(tables["a"]),
+                 "--rounds", "2", "--out", str(model)]) == 0  # fmt: skip
+    assert model.is_file()

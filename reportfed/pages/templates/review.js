@@ -77,27 +77,117 @@ function highlighted(report) {
   return p;
 }
 
+// the reader's corrections: "report index:label index" -> state ("1", "0", "-1" or "" blank),
+// kept in the browser for this page's reports across reloads
+const CHOICES = [["1", "1 positive"], ["0", "0 negated"], ["-1", "-1 uncertain"], ["", "blank (not mentioned)"]];
+DATA.reports.forEach((r, i) => { r.index = i; });
+const KEY = "reportfed-review:" + digest(document.getElementById("data").textContent);
+const CORRECTED = load();
+
+function digest(text) {  // FNV-1a: names this page's reports in the browser's storage
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
+  return (h >>> 0).toString(16) + ":" + text.length;
+}
+
+function load() {
+  try { return JSON.parse(localStorage.getItem(KEY) || "{}"); } catch (e) { return {}; }
+}
+
+function save() {
+  try { localStorage.setItem(KEY, JSON.stringify(CORRECTED)); } catch (e) { /* storage off */ }
+  const cells = Object.keys(CORRECTED).length;
+  const reports = new Set(Object.keys(CORRECTED).map(k => k.split(":")[0])).size;
+  document.getElementById("corrected").textContent = cells
+    ? `${cells} correction(s) in ${reports} report(s)` : "no corrections";
+  document.getElementById("download").disabled = !cells;
+  document.getElementById("clear").disabled = !cells;
+}
+
+function labelled(report) {  // label index -> the state as labelled ("" blank)
+  const found = new Map(DATA.labels.map((_, c) => [c, ""]));
+  for (const [c, s] of report.labels) found.set(c, String(s));
+  return found;
+}
+
+function reading(report, c) {  // the state the reader gives: the correction, else as labelled
+  const key = report.index + ":" + c;
+  return key in CORRECTED ? CORRECTED[key] : labelled(report).get(c);
+}
+
+function choose(report, c, state, tr) {
+  const key = report.index + ":" + c;
+  if (state === labelled(report).get(c)) delete CORRECTED[key]; else CORRECTED[key] = state;
+  mark(tr, key in CORRECTED);
+  save();
+}
+
+function mark(tr, changed) {
+  tr.classList.toggle("changed", changed);
+  tr.lastChild.textContent = changed ? "corrected" : "";
+}
+
 function card(report) {
   const a = el("article");
   a.dataset.id = report.id;
   a.append(el("h3", report.id), highlighted(report));
-  if (!report.labels.length) {
-    a.append(el("p", "no label stated or found"));
-    return a;
-  }
+  if (!report.labels.length) a.append(el("p", "no label stated or found"));
   const t = el("table");
   const head = el("tr");
-  for (const h of ["label", "state", "probability", "source", "cue"]) head.append(el("th", h));
+  for (const h of ["label", "state", "probability", "source", "cue", "your reading", ""]) {
+    head.append(el("th", h));
+  }
   t.append(head);
-  for (const [c, s, prob, src, , cue] of report.labels) {
+  const rows = new Map(report.labels.map(row => [row[0], row]));
+  for (const [c, name] of DATA.labels.entries()) {
     const tr = el("tr");
-    const [, marker, word] = NAMES[String(s)];
-    tr.append(el("td", DATA.labels[c]), el("td", marker + " " + s + " " + word),
-              el("td", prob.toFixed(3)), el("td", src), el("td", cue));
+    const row = rows.get(c);
+    if (row) {
+      const [, s, prob, src, , cue] = row;
+      const [, marker, word] = NAMES[String(s)];
+      tr.append(el("td", name), el("td", marker + " " + s + " " + word),
+                el("td", prob.toFixed(3)), el("td", src), el("td", cue));
+    } else {
+      tr.append(el("td", name), el("td", "blank"), el("td"), el("td"), el("td"));
+    }
+    const select = el("select");
+    select.setAttribute("aria-label", `${name} in report ${report.id}: your reading`);
+    for (const [value, text] of CHOICES) {
+      const option = el("option", text);
+      option.value = value;
+      select.append(option);
+    }
+    select.value = reading(report, c);
+    select.onchange = () => choose(report, c, select.value, tr);
+    const cell = el("td");
+    cell.append(select);
+    tr.append(cell, el("td"));
+    mark(tr, (report.index + ":" + c) in CORRECTED);
     t.append(tr);
   }
   a.append(t);
   return a;
+}
+
+function csvField(value) {
+  return /[",\n\r]/.test(value) ? '"' + value.replaceAll('"', '""') + '"' : value;
+}
+
+function download() {  // the corrected reports, a site table: id, report, every label's state
+  const touched = [...new Set(Object.keys(CORRECTED).map(k => Number(k.split(":")[0])))]
+    .sort((a, b) => a - b);
+  const lines = [["id", "Reports", ...DATA.labels].map(csvField).join(",")];
+  for (const i of touched) {
+    const report = DATA.reports[i];
+    const states = DATA.labels.map((_, c) => reading(report, c));
+    lines.push([report.id, report.text, ...states].map(csvField).join(","));
+  }
+  const link = el("a");
+  link.href = URL.createObjectURL(new Blob([lines.join("\r\n") + "\r\n"], {type: "text/csv"}));
+  link.download = "corrections.csv";
+  document.body.append(link);
+  link.click();
+  link.remove();
 }
 
 function render() {
@@ -128,4 +218,11 @@ for (const k of FIELDS) document.getElementById(k).onchange = () => {
   go(f);
 };
 window.addEventListener("hashchange", render);
+document.getElementById("download").onclick = download;
+document.getElementById("clear").onclick = () => {
+  for (const key of Object.keys(CORRECTED)) delete CORRECTED[key];
+  save();
+  render();
+};
+save();
 render();
