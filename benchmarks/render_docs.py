@@ -374,6 +374,27 @@ def evidence() -> str:
     return "\n".join(lines)
 
 
+def defined_findings() -> str:
+    """The example's defined findings on IU, beside IU's MeSH (docs/labels.md)."""
+    found = _load("defined_findings")
+    lines = [
+        f"On the {found['reports']:,} IU reports (`python benchmarks/defined_findings.py`; the "
+        "example's regular expressions were written from IU reports its phrases missed, so "
+        "these are counts on the rows that chose them, not a held-out measure):",
+        "",
+        "| finding | read affirmed | negated | uncertain | indexed by MeSH (heading) | "
+        "affirmed and indexed |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for name, f in found.items():
+        if isinstance(f, dict):
+            lines.append(
+                f"| {name} | {f['affirmed']} | {f['negated']} | {f['uncertain']} | "
+                f"{f['indexed']} ({'; '.join(f['mesh'])}) | {f['affirmed_and_indexed']} |"
+            )
+    return "\n".join(lines)
+
+
 def flower_dp() -> str:
     """What differential privacy cost a two-node Flower run (docs/federation.md)."""
     runs = json.loads((RESULTS / "flower_dp.json").read_text())
@@ -692,6 +713,7 @@ RENDERERS: dict[str, Callable[[], str]] = {
     "assertion_context": assertion_context,
     "mimic_style": mimic_style,
     "evidence": evidence,
+    "defined_findings": defined_findings,
     "flower_dp": flower_dp,
     "vision_steps": vision_steps,
     "mimic_corpus": mimic_corpus,

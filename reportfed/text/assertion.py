@@ -30,6 +30,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from reportfed.text.findings import Findings
 from reportfed.text.sentences import addendum_start, findings_sentences
 
 Assertion = Literal["affirmed", "negated", "uncertain"]
@@ -348,9 +349,10 @@ class Mention:
     cue: str = ""
 
 
-def has_lexicon(label: str) -> bool:
-    """Whether mentions of ``label`` can be found (it has a lexicon entry)."""
-    return label in FINDINGS
+def has_lexicon(label: str, findings: Findings | None = None) -> bool:
+    """Whether mentions of ``label`` can be found (a lexicon entry, or a finding of
+    ``findings``)."""
+    return label in FINDINGS or (findings is not None and label in findings)
 
 
 def _clause(sentence: str, start: int, end: int) -> tuple[int, int]:
@@ -455,29 +457,43 @@ def _hedged(sentence: str, mentions: list[Mention]) -> list[Mention]:
     ]
 
 
-def find_mentions(text: str, labels: Iterable[str] | None = None) -> list[Mention]:
-    """Every mention of ``labels`` (default: every label with a lexicon) in ``text``. Each is
+def find_mentions(
+    text: str, labels: Iterable[str] | None = None, findings: Findings | None = None
+) -> list[Mention]:
+    """Every mention of ``labels`` (default: every label with a lexicon, and every finding of
+    ``findings``, those a hospital defined: :mod:`reportfed.text.findings`) in ``text``. Each is
     read among the mentions of every finding, so that what is read of a label does not depend on
     which others are asked ("opacity or atelectasis" hedges atelectasis either way)."""
-    wanted = set(labels if labels is not None else FINDINGS)
+    every = (*FINDINGS, *(findings.names if findings is not None else ()))
+    wanted = set(labels if labels is not None else every)
     out: list[Mention] = []
     for i, sentence in enumerate(findings_sentences(text)):
-        found = [m for m in _sentence_mentions(sentence, tuple(FINDINGS)) if m.label in wanted]
+        found = [m for m in _sentence_mentions(sentence, findings) if m.label in wanted]
         out += found if i == 0 else [replace(m, sentence=i) for m in found]
     return out
 
 
+def _expressions(
+    findings: Findings | None,
+) -> list[tuple[str, re.Pattern[str], re.Pattern[str] | None]]:
+    """Each finding's naming expressions and anatomy phrases: the lexicon's, then ``findings``'."""
+    out = [(label, _FINDING_RE[label], _ANATOMY_RE.get(label)) for label in FINDINGS]
+    if findings is not None:
+        out += [(name, *compiled) for name, compiled in findings.compiled().items()]
+    return out
+
+
 @functools.lru_cache(maxsize=2**15)
-def _sentence_mentions(sentence: str, labels: tuple[str, ...]) -> tuple[Mention, ...]:
-    """The mentions of ``labels`` in one sentence, as the report's sentence 0. Remembered:
+def _sentence_mentions(sentence: str, findings: Findings | None) -> tuple[Mention, ...]:
+    """The mentions of every finding in one sentence, as the report's sentence 0. Remembered:
     hospitals' reports repeat their sentences ("No pneumothorax."), and a sentence reads the same
     in any report."""
     found: list[Mention] = []
     hardware = [m.span() for m in _HARDWARE_FRACTURE.finditer(sentence)]
-    for label in labels:
+    for label, named, anatomy in _expressions(findings):
         spans = [
             m.span()
-            for m in _FINDING_RE[label].finditer(sentence)
+            for m in named.finditer(sentence)
             if not _CAVEAT.search(sentence, 0, m.start())
             and not (label == "Fracture" and any(a <= m.start() < b for a, b in hardware))
         ]
@@ -489,9 +505,9 @@ def _sentence_mentions(sentence: str, labels: tuple[str, ...]) -> tuple[Mention,
                 Mention(label, 0, m.span(), "negated", text=sentence, cue=m.group())
                 for m in _GONE_RE[label].finditer(sentence)
             ]
-        if spans or label not in _ANATOMY_RE:
+        if spans or anatomy is None:
             continue
-        for m in _ANATOMY_RE[label].finditer(sentence):
+        for m in anatomy.finditer(sentence):
             said = _anatomy_state(sentence, *m.span())
             if said is not None:
                 found.append(Mention(label, 0, m.span(), said[0], text=sentence, cue=said[1]))
@@ -526,12 +542,14 @@ def _fields(sentence: str, found: list[Mention]) -> list[Mention]:
     return out
 
 
-def decisive_mentions(text: str, labels: Iterable[str]) -> dict[str, Mention | None]:
+def decisive_mentions(
+    text: str, labels: Iterable[str], findings: Findings | None = None
+) -> dict[str, Mention | None]:
     """Per label, the mention of ``text`` that decides the report's state (:func:`decide`); where
     an addendum mentions the label, the addendum's mentions alone decide it (a later read corrects
-    the first)."""
+    the first). ``findings``: those a hospital defined, read as the lexicon's are."""
     labels = list(labels)
-    mentions = find_mentions(text, labels)
+    mentions = find_mentions(text, labels, findings)
     start = addendum_start(text)
     if start is not None:  # an addendum that mentions a label corrects the first read of it
         late = {m.label for m in mentions if m.sentence >= start}

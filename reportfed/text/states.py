@@ -44,6 +44,7 @@ import numpy as np
 
 from reportfed.core.errors import ConfigError
 from reportfed.text.assertion import Mention, decisive_mentions, has_lexicon
+from reportfed.text.findings import Findings
 from reportfed.text.sentences import findings_sentences
 
 NO_FINDING = "No Finding"
@@ -111,15 +112,21 @@ def readable(text: str, mentions: dict[str, Mention | None]) -> bool:
     )
 
 
-def report_mentions(texts: Sequence[str], labels: Sequence[str]) -> list[dict[str, Mention | None]]:
+def report_mentions(
+    texts: Sequence[str], labels: Sequence[str], findings: Findings | None = None
+) -> list[dict[str, Mention | None]]:
     """Per report, the mention that decides each lexicon label of ``labels`` (``None``: the text
-    does not name it; labels without a lexicon are absent)."""
-    lexical = [name for name in labels if has_lexicon(name)]
-    return [decisive_mentions(text, lexical) for text in texts]
+    does not name it; labels without a lexicon, or outside the hospital's ``findings``, are
+    absent)."""
+    lexical = [name for name in labels if has_lexicon(name, findings)]
+    return [decisive_mentions(text, lexical, findings) for text in texts]
 
 
-def read_labels(texts: Sequence[str], labels: Sequence[str]) -> np.ndarray:
-    """What the text alone says of each of ``labels`` (each with a lexicon) in each report, as
+def read_labels(
+    texts: Sequence[str], labels: Sequence[str], findings: Findings | None = None
+) -> np.ndarray:
+    """What the text alone says of each of ``labels`` (each with a lexicon, or a finding of
+    ``findings``) in each report, as
     training labels for a site that does not annotate them: 1.0 where a mention affirms the
     finding, 0.0 where one negates it or none names it, NaN (not annotated) where the report
     hedges it or is in another language (:func:`other_language`), as the CheXpert labeler's
@@ -127,7 +134,7 @@ def read_labels(texts: Sequence[str], labels: Sequence[str]) -> np.ndarray:
     mostly not indexed, and counting them positive halves Pneumonia's agreement with MeSH."""
     value = {"affirmed": 1.0, "negated": 0.0, "uncertain": np.nan}
     out = np.zeros((len(texts), len(labels)), dtype=np.float32)
-    for i, found in enumerate(report_mentions(texts, labels)):
+    for i, found in enumerate(report_mentions(texts, labels, findings)):
         if other_language(texts[i]):  # a report the rules cannot read says nothing: not 0
             out[i] = np.nan
             continue
