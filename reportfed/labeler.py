@@ -33,6 +33,7 @@ from reportfed.reader import ReportReader, _check_embeddings
 from reportfed.reports.engine import run_federation
 from reportfed.reports.site import Site, build_site
 from reportfed.text.calibration import labelling_rules
+from reportfed.text.findings import read_findings
 from reportfed.text.scoring import predict_state
 from reportfed.text.sentences import check_granularity
 from reportfed.text.states import report_mentions
@@ -74,6 +75,10 @@ class ReportLabeler(ReportReader, BaseEstimator):
         Cache embeddings on disk (``False``: embed every time).
     progress:
         Show progress bars.
+    findings:
+        A findings file (:mod:`reportfed.text.findings`): the findings the hospital defines,
+        read by the text rules as the built-in ones are (states, evidence, what sites read of
+        the labels they lack); the model keeps the definitions (``findings_``).
     backend, precision:
         How a local embedder computes (:mod:`reportfed.embed`; ``None``: the user's settings
         ``$REPORTFED_BACKEND`` / ``$REPORTFED_PRECISION``, else ``auto``).
@@ -97,6 +102,7 @@ class ReportLabeler(ReportReader, BaseEstimator):
         progress: bool = True,
         backend: str | None = None,
         precision: str | None = None,
+        findings: str | Path | None = None,
     ) -> None:
         super().__init__(
             embedder,
@@ -110,6 +116,7 @@ class ReportLabeler(ReportReader, BaseEstimator):
             precision=precision,
         )
         self.val_fraction = val_fraction
+        self.findings = findings
 
     def __sklearn_tags__(self) -> Tags:
         """scikit-learn's description of the estimator: it reads report texts (a list of strings,
@@ -207,6 +214,7 @@ class ReportLabeler(ReportReader, BaseEstimator):
                 f"x comes from {fingerprint}, but templates are embedded with this labeler's "
                 f"embedder ({self._embedder().fingerprint}): set the config's templates=False"
             )
+        defined = read_findings(self.findings) if self.findings is not None else None
         warn_if_too_few(y, labels)
         # the labels some site annotates: what reading sites also train (as a Flower server
         # merges the labels its nodes register)
@@ -237,6 +245,7 @@ class ReportLabeler(ReportReader, BaseEstimator):
                 split=self.val_fraction,
                 embed=embed,
                 texts=None if texts is None else [texts[i] for i in rows.tolist()],
+                findings=defined,
             )
             sites[name] = replace(built, fit=rows[built.fit], val=rows[built.val])
             held[name] = {"rows": len(built.fit), "labels": list(own)}
@@ -263,13 +272,14 @@ class ReportLabeler(ReportReader, BaseEstimator):
                 "val_fraction": self.val_fraction,
                 "nodes": held,
                 "final_loss": result.history[-1]["loss"] if result.history else {},
+                **({"findings": defined.record()} if defined is not None else {}),
             },
         )
         columns = labels.indices(kept)
         every = self.predict_scores_embeddings(x)  # every row scored once, indexed below
         mentions = None
         if texts is not None:
-            mentions = report_mentions([texts[i] for i in vrows], list(kept))
+            mentions = report_mentions([texts[i] for i in vrows], list(kept), defined)
         # a site's rows are NaN in the labels it does not annotate: every row is its site's
         self.thresholds_, calibration = labelling_rules(
             y[:, columns], every, vrows, mentions, list(kept)

@@ -33,6 +33,7 @@ from reportfed.embed import DEFAULT_EMBEDDER, Embedder, shared_embedder
 from reportfed.embed.granularity import embed_reports, embed_units
 from reportfed.text.assertion import Mention, find_mentions
 from reportfed.text.calibration import calibrate, calibration_features, identity_calibration
+from reportfed.text.findings import Findings
 from reportfed.text.model_file import ModelFile, read_model, write_model
 from reportfed.text.scoring import check_architecture, decisive_sentences, predict_state
 from reportfed.text.sentences import check_granularity, report_units
@@ -116,6 +117,13 @@ class ReportReader:
         self.progress = progress
         self.backend = backend
         self.precision = precision
+
+    @property
+    def findings_(self) -> Findings | None:
+        """The findings the hospital defined that the model was trained with (its provenance
+        keeps them; :mod:`reportfed.text.findings`), read as the lexicon's; ``None``: none."""
+        record = getattr(self, "provenance_", {}).get("findings")
+        return None if record is None else Findings.from_record(record)
 
     @property
     def federation(self) -> FederationConfig:
@@ -266,7 +274,7 @@ class ReportReader:
                     if sentence
                     else self.embed(part)
                 )
-                found = report_mentions(part, names) if mentions else []
+                found = report_mentions(part, names, self.findings_) if mentions else []
                 scores = self.predict_scores_embeddings(x)
                 yield _ScoredChunk(first + lo, part, units[lo:hi], x, scores, found)
 
@@ -284,6 +292,7 @@ class ReportReader:
             reading.mentions,
             calibrated,
             self._inferred(reading),
+            self.findings_,
         )
         return consistent_proba(calibrated, states), states
 
@@ -295,7 +304,7 @@ class ReportReader:
             return None
         names = list(self.classes_)
         candidates = unmentioned_candidates(
-            reading.scores, names, self.thresholds_, reading.mentions
+            reading.scores, names, self.thresholds_, reading.mentions, self.findings_
         )
         out = np.zeros_like(candidates)
         rows = np.flatnonzero(candidates.any(axis=1))
@@ -304,7 +313,7 @@ class ReportReader:
         top = decisive_sentences(self.state_, reading.x[rows])
         for k, i in enumerate(rows):
             for c in np.flatnonzero(candidates[i]):
-                out[i, c] = bool(find_mentions(reading.units[i][top[k, c]]))
+                out[i, c] = bool(find_mentions(reading.units[i][top[k, c]], None, self.findings_))
         return out
 
     def predict_scores(self, texts: Sequence[str]) -> np.ndarray:

@@ -100,3 +100,52 @@ def test_a_file_that_cannot_be_used_is_one_error_naming_its_line(case: str, tmp_
     assert message in said and "\n" not in said
     if line is not None:
         assert said.startswith(f"{path}:{line}: ")
+
+
+@pytest.mark.slow
+def test_a_site_trains_defined_findings_and_the_model_labels_them_in_four_states(
+    tables: dict[str, Path], iu_archive: Path, embeddings_cache: Path, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """A site labels 200 IU reports with the example's rules and trains its two findings beside
+    an IU site of CheXpert labels; the model keeps the file's definitions and checksum, and
+    labels both findings in four states with evidence."""
+    import numpy as np
+    import pandas as pd
+
+    from reportfed.cli import main
+    from reportfed.data.iu import load_iu
+    from reportfed.reader import ReportReader
+
+    monkeypatch.setenv("REPORTFED_EMBEDDINGS_CACHE", str(embeddings_cache))
+    found = read_findings(EXAMPLE)
+    iu = load_iu(iu_archive)
+    read = read_labels(iu.texts, [HERNIA, AORTA], found)
+    stated = np.flatnonzero((read == 1).any(axis=1))[:60]
+    rest = [i for i in range(len(iu)) if i not in set(stated)][: 200 - len(stated)]
+    rows = sorted([*stated.tolist(), *rest])
+    site = pd.DataFrame({"Reports": [iu.texts[i] for i in rows]})
+    for c, name in enumerate((HERNIA, AORTA)):
+        site[name] = np.nan_to_num(read[rows, c], nan=-1.0)  # hedged: uncertain
+    site.to_csv(tmp_path / "findings_site.csv", index=False)
+    model = tmp_path / "model.safetensors"
+    assert main(["train", "--node", str(tmp_path / "findings_site.csv"), "--node",
+                 str(tables["a"]), "--findings", str(EXAMPLE), "--rounds", "3",
+                 "--out", str(model)]) == 0  # fmt: skip
+    reader = ReportReader.load(model)
+    assert reader.findings_ == found  # the definitions and the file's checksum, kept
+    assert reader.provenance_["findings"]["checksum"] == found.checksum
+    assert {HERNIA, AORTA, "Cardiomegaly"} <= set(reader.classes_)
+    reports = [
+        "Small hiatal hernia. Heart size is normal.",
+        "No hiatal hernia. The thoracic aorta is tortuous and calcified.",
+        "Possible hiatus hernia. No aortic calcification.",
+        "The lungs are clear.",
+    ]
+    states = pd.DataFrame(reader.predict_states(reports), columns=list(reader.classes_))
+    assert states[HERNIA].tolist()[:3] == [1.0, 0.0, -1.0]
+    assert states[AORTA].tolist()[1:3] == [1.0, 0.0]
+    assert np.isnan(states[HERNIA][3]) and np.isnan(states[AORTA][3])
+    evidence = reader.predict_evidence(reports)
+    hernia = evidence[(evidence["label"] == HERNIA) & (evidence["row"] == 3)].iloc[0]
+    assert hernia["sentence"] == "Possible hiatus hernia." and hernia["source"] == "text"

@@ -26,11 +26,16 @@ if TYPE_CHECKING:
 
 def cmd_train(args: argparse.Namespace) -> None:
     from reportfed.data.table import read_table
+    from reportfed.text.findings import read_findings
 
-    check_outputs(training_outputs(args), inputs=[("--node", Path(p)) for p in args.node])
+    inputs = [("--node", Path(p)) for p in args.node]
+    inputs += [("--findings", Path(args.findings))] if args.findings else []
+    check_outputs(training_outputs(args), inputs=inputs)
     site = schema.from_args(SiteSettings, args)
     labeler = training_labeler(args, schema.from_args(FederationConfig, args), site.val_fraction)
     custom = names(args.custom_labels or "")
+    if args.findings:  # its findings are label columns, with four states
+        custom += [n for n in read_findings(args.findings).names if n not in custom]
     tables = [
         read_table(
             p,
@@ -110,6 +115,7 @@ def training_labeler(
         cache_dir=args.cache_dir,
         backend=args.backend,
         precision=args.precision,
+        findings=getattr(args, "findings", None),
     )
 
 
@@ -171,6 +177,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="comma-separated columns to train as labels beyond the CheXpert and NIH-14 names "
         "(two states when labelling: 1 or 0)",
+    )
+    p.add_argument(
+        "--findings",
+        default=None,
+        help="a TOML file of findings this hospital defines (docs/labels.md): their columns "
+        "train as labels, read by the text rules in four states; the model keeps the file",
     )
     schema.add_flags(p, SiteSettings)
     add_training_options(p)

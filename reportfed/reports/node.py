@@ -23,6 +23,7 @@ from reportfed.core.rounds import round_seed
 from reportfed.nn.arrays import load_arrays, to_arrays
 from reportfed.text.assertion import FINDINGS, Mention
 from reportfed.text.calibration import labelling_rules
+from reportfed.text.findings import Findings
 from reportfed.text.model import ReportMLP, node_model, predict_proba
 from reportfed.text.scoring import predict_state
 from reportfed.text.states import other_language, read_labels
@@ -114,9 +115,11 @@ def read_lacked(
     labels: LabelSpace,
     embed: Callable[[Sequence[str]], np.ndarray] | None = None,
     site: str = "this site",
+    findings: Findings | None = None,
 ) -> Reading:
     """What the text rules read in ``texts`` (a site's reports) of every finding they can name
-    that ``labels`` (the site's own) lack, with each one's template rows embedded by ``embed``
+    that ``labels`` (the site's own) lack (of the lexicon and ``findings``, those the hospital
+    defined), with each one's template rows embedded by ``embed``
     where given (see :func:`with_templates`). Reports in another language read as not
     annotated; warns where they are most of ``site``'s."""
     other = sum(other_language(t) for t in texts)
@@ -128,8 +131,9 @@ def read_lacked(
             ReportfedWarning,
             stacklevel=2,
         )
-    lacked = LabelSpace(tuple(name for name in FINDINGS if name not in labels))
-    return reading_of(lacked, read_labels(texts, list(lacked)), embed)
+    every = (*FINDINGS, *(findings.names if findings is not None else ()))
+    lacked = LabelSpace(tuple(name for name in every if name not in labels))
+    return reading_of(lacked, read_labels(texts, list(lacked), findings), embed)
 
 
 def reading_of(

@@ -33,6 +33,7 @@ from reportfed.reports.node import (
     read_lacked,
     with_templates,
 )
+from reportfed.text.findings import Findings
 
 Embed = Callable[[Sequence[str]], np.ndarray]
 
@@ -58,6 +59,7 @@ def build_site(
     embed: Embed | None = None,
     texts: Sequence[str] | None = None,
     reading: Reading | None = None,
+    findings: Findings | None = None,
 ) -> Site:
     """Site ``name`` of embedded rows ``x`` with labels ``y`` over ``labels`` (NaN = not
     annotated), made into its node as ``config`` says; the node's labels are in reportfed's
@@ -68,8 +70,8 @@ def build_site(
     draws them). ``embed`` embeds sentences as ``x`` was embedded, for the template rows
     (``config.templates``). Where
     ``config.read``, the node carries what the text rules read of the labels it lacks: read in
-    ``texts`` (every row's report) or given as ``reading`` (read once elsewhere); with neither, it
-    reads nothing.
+    ``texts`` (every row's report; ``findings``: those the hospital defined, read too) or given
+    as ``reading`` (read once elsewhere); with neither, it reads nothing.
     """
     if isinstance(split, tuple):
         fit, val = split
@@ -84,7 +86,9 @@ def build_site(
         raise ReportfedError(f"site {name!r}: template rows need an embedder")
     if config.read:
         if reading is None and texts is not None:
-            reading = read_lacked([texts[i] for i in fit], order, template_embed, site=name)
+            reading = read_lacked(
+                [texts[i] for i in fit], order, template_embed, site=name, findings=findings
+            )
         if reading is not None:
             node = replace(node, read=reading)
     if template_embed is not None:

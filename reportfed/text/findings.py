@@ -25,7 +25,7 @@ import functools
 import hashlib
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +94,26 @@ class Findings:
     def compiled(self) -> Mapping[str, tuple[re.Pattern[str], re.Pattern[str] | None]]:
         """Per finding, its naming expressions and its anatomy phrases compiled."""
         return _compiled(self)
+
+    def record(self) -> dict[str, Any]:
+        """The definitions as a model file's provenance keeps them (:meth:`from_record`)."""
+        return {"checksum": self.checksum, "findings": [asdict(f) for f in self.findings]}
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> Findings:
+        """The definitions :meth:`record` kept."""
+        findings = tuple(
+            Finding(
+                name=str(f["name"]),
+                phrases=tuple(f["phrases"]),
+                patterns=tuple(f["patterns"]),
+                anatomy=tuple(f["anatomy"]),
+                aliases=tuple(f["aliases"]),
+                parent=f["parent"],
+            )
+            for f in record["findings"]
+        )
+        return cls(findings, str(record["checksum"]))
 
 
 @functools.lru_cache(maxsize=8)

@@ -153,17 +153,18 @@ def chexpert_states(
     mentions: Sequence[dict[str, Mention | None]] | None = None,
     calibrated: np.ndarray | None = None,
     inferred: np.ndarray | None = None,
+    findings: Findings | None = None,
 ) -> np.ndarray:
     """``(len(texts), len(labels))`` states: 1.0, 0.0, -1.0 or NaN (see the module docstring)
     from the model's probabilities ``proba`` and, where given, the ``calibrated`` ones;
     ``mentions`` reuses :func:`report_mentions` of ``texts``; ``inferred`` marks the cells whose
     score comes from a sentence naming other findings (:func:`unmentioned_candidates` says
-    which cells to look at)."""
+    which cells to look at); ``findings``: those the hospital defined, read as the lexicon's."""
     if proba.shape != (len(texts), len(labels)):
         raise ConfigError(f"proba has shape {proba.shape}, expected ({len(texts)}, {len(labels)})")
-    mentions = report_mentions(texts, labels) if mentions is None else mentions
+    mentions = report_mentions(texts, labels, findings) if mentions is None else mentions
     present = proba >= np.asarray(thresholds)
-    unmentioned_present = unmentioned_candidates(proba, labels, thresholds, mentions)
+    unmentioned_present = unmentioned_candidates(proba, labels, thresholds, mentions, findings)
     if calibrated is not None:
         floor = (
             UNMENTIONED_FLOOR
@@ -172,8 +173,10 @@ def chexpert_states(
         )
         unmentioned_present &= calibrated >= floor
     out = np.full(proba.shape, np.nan, dtype=np.float32)
-    lexical = [c for c, name in enumerate(labels) if has_lexicon(name)]
-    other = [c for c, name in enumerate(labels) if not has_lexicon(name) and name != NO_FINDING]
+    lexical = [c for c, name in enumerate(labels) if has_lexicon(name, findings)]
+    other = [
+        c for c, name in enumerate(labels) if not has_lexicon(name, findings) and name != NO_FINDING
+    ]
     out[:, other] = present[:, other]
     unread = np.array([not readable(t, m) for t, m in zip(texts, mentions, strict=True)])
     for i, found in enumerate(mentions):
@@ -188,8 +191,8 @@ def chexpert_states(
                 out[i, c] = 1.0
     if NO_FINDING in labels:
         disease = [c for c, name in enumerate(labels) if name not in NOT_DISEASE]
-        findings = np.isin(out[:, disease], (1.0, -1.0)).any(axis=1)
-        out[:, list(labels).index(NO_FINDING)] = np.where(findings | unread, np.nan, 1.0)
+        stated = np.isin(out[:, disease], (1.0, -1.0)).any(axis=1)
+        out[:, list(labels).index(NO_FINDING)] = np.where(stated | unread, np.nan, 1.0)
     return out
 
 
@@ -198,12 +201,13 @@ def unmentioned_candidates(
     labels: Sequence[str],
     thresholds: np.ndarray,
     mentions: Sequence[dict[str, Mention | None]],
+    findings: Findings | None = None,
 ) -> np.ndarray:
-    """The cells :func:`chexpert_states` may call from the model alone: a lexicon label the
-    report does not name, scored at least ``max(t, 0.5)``."""
+    """The cells :func:`chexpert_states` may call from the model alone: a lexicon label (or a
+    finding of ``findings``) the report does not name, scored at least ``max(t, 0.5)``."""
     out = proba >= np.maximum(thresholds, UNMENTIONED_FLOOR)
     for c, name in enumerate(labels):
-        if has_lexicon(name):
+        if has_lexicon(name, findings):
             out[:, c] &= np.array([m.get(name) is None for m in mentions], dtype=bool)
         else:
             out[:, c] = False
