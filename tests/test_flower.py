@@ -324,3 +324,31 @@ def test_a_round_in_which_every_update_is_invalid_leaves_the_model_unchanged(
         assert set(entry["rejected"]) == {"b", "c"}
         assert all("NaN or Inf" in reason for reason in entry["rejected"].values())
     assert_same(states[1], states[0])
+
+
+def test_nodes_must_define_a_shared_finding_alike(
+    tables: dict[str, Path], embeddings_cache: Path, tmp_path: Path
+) -> None:
+    """Nodes with a findings file: the server admits those whose definitions agree, excludes
+    in one line a node defining a shared finding otherwise, and keeps the definitions for the
+    model (its provenance's ``findings``), which the reader then reads in four states."""
+    from reportfed.text.findings import Findings, read_findings
+
+    example = Path(__file__).resolve().parents[1] / "examples" / "findings.toml"
+    other = tmp_path / "findings.toml"
+    other.write_text('[[finding]]\nname = "Hiatal hernia"\nphrases = ["hiatal hernia"]\n')
+    grid = grid_with(tables, embeddings_cache)
+    for node_id, path in ((100, example), (101, other), (102, example)):
+        grid.nodes[node_id].node_config["findings"] = str(path)
+    strategy, _ = run_strategy(grid, 1, config=replace(CONFIG, read=True))
+    registry = strategy.registry
+    assert {m.name for m in registry.members.values()} == {"a", "c"}
+    assert registry.excluded[101] == (
+        "node 'b' defines the finding 'Hiatal hernia' otherwise than the federation (phrases, "
+        "patterns, anatomy, aliases or parent): every site must use one definition"
+    )
+    record = registry.findings_record()
+    assert record is not None
+    kept = Findings.from_record(record)
+    assert set(kept.findings) == set(read_findings(example).findings)
+    assert "findings" not in registry.members[100].settings  # kept once, not per node

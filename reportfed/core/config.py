@@ -147,6 +147,12 @@ class NodeSettings(SiteSettings):
     embedder: str = setting("", "embedder spec (default: the run's)")
     base_url: str = setting("", "base URL of an OpenAI-compatible embedding API", private=True)
     cache_dir: str = setting("", "embedding cache directory (default: reportfed's)", private=True)
+    findings: str = setting(
+        "",
+        "report nodes: a TOML file of findings this hospital defines (docs/labels.md); the "
+        "server admits it only where its definitions agree with the federation's",
+        private=True,
+    )
     lr: float = setting(0.0, "node-specific learning rate (0: the run's)")
     image_root: str = setting(
         "", "image nodes: directory relative image paths start from", private=True

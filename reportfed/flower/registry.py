@@ -4,10 +4,13 @@ exclude a node (another embedder or dimension, a taken name, no labels), each wi
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from logging import ERROR, INFO, WARNING
+from typing import Any
 
 from flwr.app import ConfigRecord, Message, RecordDict
 from flwr.serverapp import Grid
@@ -46,6 +49,9 @@ class Registry:
     dim: int | None = None
     members: dict[int, Member] = field(default_factory=dict)
     excluded: dict[int, str] = field(default_factory=dict)
+    #: the findings the members defined, by name (:mod:`reportfed.text.findings`): one
+    #: definition each, the first member's
+    findings: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def wait_for(self, grid: Grid, count: int, wait: float) -> None:
         """Block until ``count`` nodes are connected (a ``RunFailedError`` after ``wait`` s)."""
@@ -100,12 +106,37 @@ class Registry:
             self.exclude(node_id, f"node name {a.name!r} is already taken")
         elif not a.labels:
             self.exclude(node_id, f"node {a.name!r} has no labels")
+        elif (clash := self._clash(a)) is not None:
+            self.exclude(node_id, clash)
         else:
+            self.findings |= {f["name"]: f for f in _defined(a)}
             self.dim = a.dim
-            self.members[node_id] = Member(
-                node_id, a.name, a.labels, len(self.members), dict(a.settings)
-            )
+            settings = {k: v for k, v in a.settings.items() if k != "findings"}
+            self.members[node_id] = Member(node_id, a.name, a.labels, len(self.members), settings)
             log(INFO, "registered node %r: %d rows, labels %s", a.name, a.rows, list(a.labels))
+
+    def _clash(self, a: Description) -> str | None:
+        """Why ``a`` cannot join: a finding it defines otherwise than a member did; ``None``
+        where it defines none, or each as the federation does."""
+        for finding in _defined(a):
+            known = self.findings.get(finding["name"])
+            if known is not None and known != finding:
+                return (
+                    f"node {a.name!r} defines the finding {finding['name']!r} otherwise than "
+                    "the federation (phrases, patterns, anatomy, aliases or parent): every "
+                    "site must use one definition"
+                )
+        return None
+
+    def findings_record(self) -> dict[str, Any] | None:
+        """The members' definitions as a model keeps them
+        (:meth:`reportfed.text.findings.Findings.from_record`; the checksum is that of their
+        canonical JSON, not of any one file); ``None`` where none defined any."""
+        if not self.findings:
+            return None
+        defined = [self.findings[name] for name in sorted(self.findings)]
+        text = json.dumps(defined, sort_keys=True).encode()
+        return {"checksum": hashlib.sha256(text).hexdigest(), "findings": defined}
 
     def exclude(self, node_id: int, reason: str) -> None:
         """Leave ``node_id`` out of the federation for ``reason`` (logged)."""
@@ -115,3 +146,9 @@ class Registry:
     def by_name(self) -> dict[str, Member]:
         """The members by name."""
         return {m.name: m for m in self.members.values()}
+
+
+def _defined(a: Description) -> list[dict[str, Any]]:
+    """The findings node ``a`` defines, as its handshake carries them."""
+    record = a.settings.get("findings")
+    return list(json.loads(str(record))["findings"]) if record else []

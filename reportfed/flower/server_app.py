@@ -78,6 +78,7 @@ def _save(
         provenance={
             "reportfed": __version__,
             "config": asdict(config),
+            **({"findings": found} if (found := registry.findings_record()) else {}),
             "federation": {
                 "engine": "flower",
                 "modality": kind.name,

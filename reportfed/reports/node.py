@@ -6,6 +6,7 @@ drive the same :class:`ReportAlgorithm`; :mod:`reportfed.reports.site` builds it
 
 from __future__ import annotations
 
+import json
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -214,6 +215,7 @@ class ReportAlgorithm:
     val_y: np.ndarray | None = None
     val_mentions: list[dict[str, Mention | None]] = field(default_factory=list)
     settings: SiteSettings = field(default_factory=SiteSettings)
+    findings: Findings | None = None
     _model: ReportMLP | None = field(default=None, init=False, repr=False)
     _with_read: tuple[LabelSpace, Node] | None = field(default=None, init=False, repr=False)
 
@@ -223,14 +225,19 @@ class ReportAlgorithm:
         return int(self.node.x.shape[-1])
 
     def describe(self) -> Description:
-        """Name, labels, embedder fingerprint, dimension, training rows and table settings."""
+        """Name, labels, embedder fingerprint, dimension, training rows, table settings and the
+        definitions of the findings the hospital defined (``findings``: JSON of
+        :meth:`~reportfed.text.findings.Findings.record`), which the server holds to agree."""
+        settings = schema.encode(self.settings, public=True)
+        if self.findings is not None:
+            settings["findings"] = json.dumps(self.findings.record(), sort_keys=True)
         return Description(
             self.node.name,
             self.node.labels,
             self.fingerprint,
             self.dim,
             self.node.reports,
-            schema.encode(self.settings, public=True),
+            settings,
         )
 
     def train(

@@ -109,14 +109,20 @@ def load_report_node(
     from reportfed.data.table import read_table
     from reportfed.embed import make_embedder
     from reportfed.embed.granularity import embed_reports
+    from reportfed.text.findings import read_findings
     from reportfed.text.states import report_mentions
 
     if not settings.data:
         raise ReportfedError("node config has no 'data' (the path of this node's reports table)")
     data = settings.data
     name = settings.name or Path(data).stem
+    findings = read_findings(settings.findings) if settings.findings else None
     table = read_table(
-        data, uncertain=settings.uncertain, blank=settings.blank, require_labels=True
+        data,
+        custom_labels=findings.names if findings is not None else (),
+        uncertain=settings.uncertain,
+        blank=settings.blank,
+        require_labels=True,
     )
     annotated = ~np.isnan(table.labels).all(axis=0)
     if not annotated.any():
@@ -143,6 +149,7 @@ def load_report_node(
         split=settings.val_fraction,
         embed=embed,
         texts=table.texts,
+        findings=findings,
     )
     return ReportAlgorithm(
         site.node,
@@ -150,8 +157,9 @@ def load_report_node(
         embedder.fingerprint,
         x[site.val],
         table.labels[site.val],
-        report_mentions([table.texts[i] for i in site.val], list(table.label_space)),
+        report_mentions([table.texts[i] for i in site.val], list(table.label_space), findings),
         settings,
+        findings,
     )
 
 
