@@ -149,3 +149,19 @@ def test_a_site_trains_defined_findings_and_the_model_labels_them_in_four_states
     evidence = reader.predict_evidence(reports)
     hernia = evidence[(evidence["label"] == HERNIA) & (evidence["row"] == 3)].iloc[0]
     assert hernia["sentence"] == "Possible hiatus hernia." and hernia["source"] == "text"
+
+
+def test_a_table_names_a_finding_by_its_name_or_an_alias(tmp_path: Path) -> None:
+    """Another site's column name for a finding (its ``aliases``) reads as the finding."""
+    from reportfed.data.table import read_table
+
+    found = read_findings(EXAMPLE)
+    path = tmp_path / "site.csv"
+    path.write_text(
+        "Reports,Hiatus Hernia,aortic calcification,Edema,Notes\n"
+        "Small hiatal hernia.,1,0,0,x\nNo hernia. Calcified aorta.,0,1,0,y\n"
+    )
+    table = read_table(path, aliases=found.columns())
+    assert table.label_space.names == (HERNIA, AORTA, "Edema")  # the table's column order
+    assert table.labels[:, 0].tolist() == [1.0, 0.0] and table.ignored_columns == ("Notes",)
+    assert read_table(path).label_space.names == ("Edema",)  # without the file: not labels

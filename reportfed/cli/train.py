@@ -34,12 +34,13 @@ def cmd_train(args: argparse.Namespace) -> None:
     site = schema.from_args(SiteSettings, args)
     labeler = training_labeler(args, schema.from_args(FederationConfig, args), site.val_fraction)
     custom = names(args.custom_labels or "")
-    if args.findings:  # its findings are label columns, with four states
-        custom += [n for n in read_findings(args.findings).names if n not in custom]
+    # its findings are label columns, by their names or aliases, with four states
+    defined = read_findings(args.findings).columns() if args.findings else None
     tables = [
         read_table(
             p,
             custom_labels=custom,
+            aliases=defined,
             uncertain=site.uncertain,
             blank=site.blank,
             require_labels=True,

@@ -18,7 +18,7 @@ import gzip
 import io
 import itertools
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -330,6 +330,7 @@ def read_table(
     text_column: str | None = None,
     label_columns: list[str] | None = None,
     custom_labels: Sequence[str] = (),
+    aliases: Mapping[str, str] | None = None,
     uncertain: Uncertain = "zeros",
     blank: Blank = "negative",
     require_labels: bool = False,
@@ -349,6 +350,10 @@ def read_table(
     custom_labels:
         With the default ``label_columns``: columns read as labels too, where the table has them
         (custom labels, outside the built-in vocabularies).
+    aliases:
+        With the default ``label_columns``: columns read as the labels they name, by column name
+        in lower case (a hospital's defined findings and their other names,
+        :meth:`reportfed.text.findings.Findings.columns`).
     uncertain:
         What ``-1`` becomes: ``"zeros"`` (default, as in the papers), ``"ones"`` or ``"ignore"``.
     blank:
@@ -372,12 +377,15 @@ def read_table(
     if frame.empty:
         raise InputFileError(f"{path}: no rows")
 
+    named = dict(aliases or {})
     if label_columns is None:
         custom = set(custom_labels)
         label_columns = [
             c
             for c in frame.columns
-            if c != column and isinstance(c, str) and (is_known(c) or c in custom)
+            if c != column
+            and isinstance(c, str)
+            and (is_known(c) or c in custom or c.casefold() in named)
         ]
     else:
         absent = [c for c in label_columns if c not in frame.columns]
@@ -393,7 +401,9 @@ def read_table(
             "(reportfed train --custom-labels)"
         )
     try:
-        space = LabelSpace.of(label_columns, allow_unknown=True)
+        space = LabelSpace.of(
+            [named.get(c.casefold(), c) for c in label_columns], allow_unknown=True
+        )
     except LabelError as exc:
         raise InputFileError(f"{path}: {exc}") from None
     labels = (

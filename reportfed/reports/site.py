@@ -119,7 +119,7 @@ def load_report_node(
     findings = read_findings(settings.findings) if settings.findings else None
     table = read_table(
         data,
-        custom_labels=findings.names if findings is not None else (),
+        aliases=findings.columns() if findings is not None else None,
         uncertain=settings.uncertain,
         blank=settings.blank,
         require_labels=True,

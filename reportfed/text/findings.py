@@ -91,6 +91,11 @@ class Findings:
     def __contains__(self, name: object) -> bool:
         return name in self.names
 
+    def columns(self) -> dict[str, str]:
+        """The table columns that hold each finding, in lower case: its name and its aliases
+        (other sites' names for it) -> its name."""
+        return {n.casefold(): f.name for f in self.findings for n in (f.name, *f.aliases)}
+
     def compiled(self) -> Mapping[str, tuple[re.Pattern[str], re.Pattern[str] | None]]:
         """Per finding, its naming expressions and its anatomy phrases compiled."""
         return _compiled(self)
