@@ -92,7 +92,9 @@ class ReportReader:
 
     Attributes once loaded or fitted: ``classes_`` (label names), ``thresholds_`` (on the
     model's scores), ``calibration_`` (:mod:`reportfed.text.calibration`), ``state_`` (global
-    weights), ``embedder_fingerprint_``, ``input_dim_``, ``provenance_``.
+    weights), ``embedder_fingerprint_``, ``input_dim_``, ``provenance_``, and ``findings_``:
+    the findings the hospital defined that the model was trained with (its provenance keeps
+    them, :mod:`reportfed.text.findings`; ``None``: none), read as the lexicon's.
     """
 
     def __init__(
@@ -117,13 +119,6 @@ class ReportReader:
         self.progress = progress
         self.backend = backend
         self.precision = precision
-
-    @property
-    def findings_(self) -> Findings | None:
-        """The findings the hospital defined that the model was trained with (its provenance
-        keeps them; :mod:`reportfed.text.findings`), read as the lexicon's; ``None``: none."""
-        record = getattr(self, "provenance_", {}).get("findings")
-        return None if record is None else Findings.from_record(record)
 
     @property
     def federation(self) -> FederationConfig:
@@ -176,6 +171,8 @@ class ReportReader:
         self.input_dim_ = input_dim
         self.granularity_ = check_granularity(self.granularity)
         self.provenance_ = {"reportfed": __version__, **provenance}
+        record = provenance.get("findings")
+        self.findings_ = None if record is None else Findings.from_record(record)
 
     @classmethod
     def from_state(

@@ -318,6 +318,8 @@ _HARDWARE_FRACTURE = re.compile(
 )
 _ANATOMY_RE = {label: _compile(p) for label, p in ANATOMY.items() if p}
 _GONE_RE = {label: _compile(p) for label, p in GONE.items()}
+#: each lexicon label with its naming expressions and anatomy phrases
+_LEXICON = [(label, _FINDING_RE[label], _ANATOMY_RE.get(label)) for label in FINDINGS]
 #: a field of a structured report: "Pneumothorax: none.", "Lines and tubes: ..." (the name, the
 #: colon, the value); its value says what the name's finding is
 _FIELD = re.compile(r"^\s*[A-Za-z][A-Za-z /&,-]{0,40}?:\s*")
@@ -477,10 +479,9 @@ def _expressions(
     findings: Findings | None,
 ) -> list[tuple[str, re.Pattern[str], re.Pattern[str] | None]]:
     """Each finding's naming expressions and anatomy phrases: the lexicon's, then ``findings``'."""
-    out = [(label, _FINDING_RE[label], _ANATOMY_RE.get(label)) for label in FINDINGS]
-    if findings is not None:
-        out += [(name, *compiled) for name, compiled in findings.compiled().items()]
-    return out
+    if findings is None:
+        return _LEXICON
+    return _LEXICON + [(name, *compiled) for name, compiled in findings.compiled().items()]
 
 
 @functools.lru_cache(maxsize=2**15)

@@ -84,6 +84,9 @@ class Findings:
     findings: tuple[Finding, ...]
     checksum: str
 
+    def __hash__(self) -> int:  # a key of the per-sentence cache: the checksum is enough
+        return hash(self.checksum)
+
     @property
     def names(self) -> tuple[str, ...]:
         return tuple(f.name for f in self.findings)
