@@ -23,9 +23,9 @@ from reportfed.core.metrics import evaluate, f1_thresholds
 from reportfed.data.partition import (
     dirichlet_rows,
     iid_rows,
+    site_splits,
     split_labels,
     split_rows,
-    validation_split,
 )
 from reportfed.embed import DEFAULT_EMBEDDER
 from reportfed.labeler import ReportLabeler
@@ -146,14 +146,11 @@ def _validation_thresholds(
     """The leak-free metrics' thresholds: best F1 on the validation rows ``labeler`` held out of
     the training rows ``x`` (labels ``y`` over its ``classes_``, NaN where a site does not
     annotate; each row's site in ``nodes``), each site's drawn as its fit drew them with ``seed``
-    (:func:`~reportfed.data.partition.validation_split`); ``None`` without validation rows. The
+    (:func:`~reportfed.data.partition.site_splits`); ``None`` without validation rows. The
     labeler's own thresholds take every annotated row, a rule the experiments judge beside this
     one (``all_rows_f1``)."""
-    held = []
-    for name in sorted(set(nodes.tolist())):
-        rows = np.flatnonzero(nodes == name)
-        held.append(rows[validation_split(len(rows), labeler.val_fraction, seed)[1]])
-    val = np.concatenate(held)
+    splits = site_splits(nodes, labeler.val_fraction, seed).values()
+    val = np.concatenate([held for _, held in splits])
     if not len(val):
         return None
     return f1_thresholds(y[val], labeler.predict_scores_embeddings(x[val]))
@@ -164,15 +161,13 @@ def site_rows(
 ) -> list[SiteRows]:
     """Each site's training and validation rows (``val_fraction`` of its ``train`` rows held
     out, as the product holds them out with ``seed``:
-    :func:`~reportfed.data.partition.validation_split`) and its labels: ``site`` gives each
+    :func:`~reportfed.data.partition.site_splits`) and its labels: ``site`` gives each
     training row's site index, ``spaces`` each site's labels."""
     names = np.array([f"node{k}" for k in site])
-    out = []
-    for name in sorted(set(names.tolist())):
-        rows = np.flatnonzero(names == name)
-        kept, held = validation_split(len(rows), val_fraction, seed)
-        out.append(SiteRows(name, train[rows[kept]], train[rows[held]], spaces[int(name[4:])]))
-    return out
+    return [
+        SiteRows(name, train[kept], train[held], spaces[int(name[4:])])
+        for name, (kept, held) in site_splits(names, val_fraction, seed).items()
+    ]
 
 
 def scenario(

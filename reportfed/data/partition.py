@@ -52,6 +52,20 @@ def validation_split(n_rows: int, val_fraction: float, seed: int) -> tuple[np.nd
     return split_rows(n_rows, val_fraction, np.random.default_rng(seed))
 
 
+def site_splits(
+    site: np.ndarray, val_fraction: float, seed: int
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per site named in ``site`` (each row's site), in sorted name order: its (training rows,
+    held-out rows) among all rows, each site's drawn from its own rows by
+    :func:`validation_split`."""
+    out = {}
+    for name in sorted(set(site.tolist())):
+        rows = np.flatnonzero(site == name)
+        kept, held = validation_split(len(rows), val_fraction, seed)
+        out[name] = (rows[kept], rows[held])
+    return out
+
+
 def dirichlet_rows(
     y: np.ndarray, n_nodes: int, alpha: float, rng: np.random.Generator
 ) -> list[np.ndarray]:
