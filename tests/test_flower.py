@@ -352,3 +352,19 @@ def test_nodes_must_define_a_shared_finding_alike(
     kept = Findings.from_record(record)
     assert set(kept.findings) == set(read_findings(example).findings)
     assert "findings" not in registry.members[100].settings  # kept once, not per node
+
+
+def test_malformed_finding_definitions_leave_a_node_out() -> None:
+    """A node's handshake is input: definitions that are not what a node sends exclude it in
+    one line, instead of stopping the server."""
+    from reportfed.core.node import Description
+    from reportfed.flower.registry import Registry
+
+    registry = Registry(fingerprint="f")
+    for node_id, sent in ((1, "not json"), (2, '{"findings": [1]}'), (3, '{"other": []}')):
+        described = Description("n", LabelSpace(("Edema",)), "f", 4, 10, {"findings": sent})
+        registry._admit(node_id, described)
+        assert registry.excluded[node_id].startswith(
+            "node 'n' sent malformed finding definitions ("
+        )
+    assert not registry.members

@@ -36,6 +36,8 @@ class Member:
     index: int
     settings: dict[str, Scalar] = field(default_factory=dict)
     reads: LabelSpace = field(default_factory=lambda: LabelSpace(()))
+    #: the findings it defined (:mod:`reportfed.text.findings`), which it reads where it lacks them
+    defines: tuple[str, ...] = ()
 
 
 @dataclass
@@ -94,6 +96,11 @@ class Registry:
             self._admit(node_id, answer)
 
     def _admit(self, node_id: int, a: Description) -> None:
+        try:
+            defined = _defined(a)
+        except (ValueError, KeyError, TypeError) as exc:
+            self.exclude(node_id, f"node {a.name!r} sent malformed finding definitions ({exc})")
+            return
         if a.fingerprint != self.fingerprint:
             self.exclude(
                 node_id,
@@ -106,23 +113,26 @@ class Registry:
             self.exclude(node_id, f"node name {a.name!r} is already taken")
         elif not a.labels:
             self.exclude(node_id, f"node {a.name!r} has no labels")
-        elif (clash := self._clash(a)) is not None:
+        elif (clash := self._clash(a.name, defined)) is not None:
             self.exclude(node_id, clash)
         else:
-            self.findings |= {f["name"]: f for f in _defined(a)}
+            self.findings |= {f["name"]: f for f in defined}
             self.dim = a.dim
             settings = {k: v for k, v in a.settings.items() if k != "findings"}
-            self.members[node_id] = Member(node_id, a.name, a.labels, len(self.members), settings)
+            defines = tuple(f["name"] for f in defined)
+            self.members[node_id] = Member(
+                node_id, a.name, a.labels, len(self.members), settings, defines=defines
+            )
             log(INFO, "registered node %r: %d rows, labels %s", a.name, a.rows, list(a.labels))
 
-    def _clash(self, a: Description) -> str | None:
-        """Why ``a`` cannot join: a finding it defines otherwise than a member did; ``None``
-        where it defines none, or each as the federation does."""
-        for finding in _defined(a):
+    def _clash(self, name: str, defined: list[dict[str, Any]]) -> str | None:
+        """Why node ``name`` cannot join: a finding of those it ``defined`` defined otherwise
+        than by a member; ``None`` where it defines none, or each as the federation does."""
+        for finding in defined:
             known = self.findings.get(finding["name"])
             if known is not None and known != finding:
                 return (
-                    f"node {a.name!r} defines the finding {finding['name']!r} otherwise than "
+                    f"node {name!r} defines the finding {finding['name']!r} otherwise than "
                     "the federation (phrases, patterns, anatomy, aliases or parent): every "
                     "site must use one definition"
                 )
@@ -149,6 +159,12 @@ class Registry:
 
 
 def _defined(a: Description) -> list[dict[str, Any]]:
-    """The findings node ``a`` defines, as its handshake carries them."""
+    """The findings node ``a`` defines, as its handshake carries them (``ValueError``,
+    ``KeyError`` or ``TypeError`` where they are malformed)."""
     record = a.settings.get("findings")
-    return list(json.loads(str(record))["findings"]) if record else []
+    if not record:
+        return []
+    defined = list(json.loads(str(record))["findings"])
+    if not all(isinstance(f, dict) and isinstance(f["name"], str) for f in defined):
+        raise ValueError("each finding must be a table with a name")
+    return defined

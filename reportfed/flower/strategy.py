@@ -315,17 +315,14 @@ class SurgicalAggregation(Strategy):
         names = list(flatten(previous.shared, previous.task))
         shared, task = unflatten(dict(zip(names, mean, strict=True)))
         k = float(len(members))
-        # a reading node holds every label it can read as well as its own (reports.node.with_read)
-        if self._reading_run:
-            for m in members:
-                read = (c for c in previous.labels if c not in m.labels and has_lexicon(c))
-                m.reads = LabelSpace(tuple(read))
+        # a reading node holds every label it can read as well as its own (reports.node.with_read):
+        # the lexicon's, and the findings it defined
+        for m in members:
+            readable = [c for c in previous.labels if has_lexicon(c) or c in m.defines]
+            lacked = [c for c in readable if c not in m.labels] if self._reading_run else []
+            m.reads = LabelSpace(tuple(lacked))
         holders = np.array(
-            [
-                sum(c in m.labels or (self._reading_run and has_lexicon(c)) for m in members)
-                for c in previous.labels
-            ],
-            float,
+            [sum(c in m.labels or c in m.reads for m in members) for c in previous.labels], float
         )
         sums = Sums(
             previous.labels,
