@@ -109,16 +109,16 @@ def test_a_view_of_the_test_rows_is_judged_as_the_rows_themselves(data) -> None:
     """A scenario's views are its test rows embedded otherwise: the same embeddings give the
     scenario's own metrics, other embeddings other ones, at the same thresholds."""
     x, y, space = data
-    noisy = x + np.random.default_rng(0).normal(0, 0.5, x.shape).astype(np.float32)
+    # other vectors for the same rows: each row embedded as another (AUROC near chance)
+    shuffled = x[np.random.default_rng(0).permutation(len(x))]
     sc = replace(
         scenario(x, y, space, Protocol(n_nodes=3, federation=FAST), 4),
-        views={"same": x, "noisy": noisy},
+        views={"same": x, "shuffled": shuffled},
     )
     (got,) = run_method([sc], METHODS["surgical"], FAST, Compute(replay=True))
     for metric in ("auroc", "leakfree_f1"):
         assert got.metrics[f"{metric}@same"] == pytest.approx(got.metrics[metric], abs=1e-12)
-    # the FAST model on these rows is weak (AUROC about 0.59): other vectors move it a little
-    assert got.metrics["auroc@noisy"] != pytest.approx(got.metrics["auroc"], abs=1e-6)
+    assert got.metrics["auroc@shuffled"] != pytest.approx(got.metrics["auroc"], abs=1e-3)
 
 
 def test_read_trains_the_labels_a_site_lacks_as_read(data) -> None:  # type: ignore[no-untyped-def]
