@@ -10,6 +10,7 @@ on precomputed embeddings.
 
 from __future__ import annotations
 
+import logging
 import math
 import warnings
 from collections.abc import Callable, Iterable, Sequence
@@ -33,10 +34,13 @@ from reportfed.reader import ReportReader, _check_embeddings
 from reportfed.reports.engine import run_federation
 from reportfed.reports.site import Site, build_site
 from reportfed.text.calibration import labelling_rules
+from reportfed.text.corrections import Corrections, learn
 from reportfed.text.findings import read_findings
 from reportfed.text.scoring import predict_state
 from reportfed.text.sentences import check_granularity
 from reportfed.text.states import report_mentions
+
+_log = logging.getLogger(__name__)
 
 
 class NotFitted(NotFittedError, ReportfedError):
@@ -149,6 +153,8 @@ class ReportLabeler(ReportReader, BaseEstimator):
         y: np.ndarray,
         labels: Iterable[str],
         nodes: Sequence[str] | None = None,
+        *,
+        corrections: Corrections | None = None,
     ) -> ReportLabeler:
         """Train on ``texts`` with labels ``y`` ``(n, len(labels))`` (NaN = not annotated).
 
@@ -156,7 +162,8 @@ class ReportLabeler(ReportReader, BaseEstimator):
         at least one non-NaN value in its rows). ``None`` trains a single site (central).
         ``classes_`` keeps the order of ``labels`` (those some site annotates); :meth:`fit_tables`
         and a Flower federation, which merge several sites' label lists, use the union order
-        (CheXpert labels first, then NIH-14, then custom labels).
+        (CheXpert labels first, then NIH-14, then custom labels). ``corrections``: phrasings a
+        hospital's readers corrected, read as corrected (:meth:`fit_tables` learns them).
         """
         self._validate()  # before the embedding, which may take minutes
         y = np.asarray(y, dtype=np.float32)
@@ -164,10 +171,21 @@ class ReportLabeler(ReportReader, BaseEstimator):
         if y.shape != (len(texts), len(space)):
             raise ConfigError(f"y has shape {y.shape}, expected ({len(texts)}, {len(space)})")
         x = self.embed(texts)
-        return self.fit_embeddings(x, y, space, nodes, texts=texts)
+        return self.fit_embeddings(x, y, space, nodes, texts=texts, corrections=corrections)
 
     def fit_tables(self, tables: Sequence[ReportTable]) -> ReportLabeler:
-        """Train with one node per table (each with its own label columns, in any vocabulary)."""
+        """Train with one node per table (each with its own label columns, in any vocabulary);
+        the phrasings a table's reader corrected on a review page
+        (:attr:`~reportfed.data.table.ReportTable.corrected`) are learnt as rules
+        (:mod:`reportfed.text.corrections`) and kept in the model."""
+        self._validate()
+        defined = read_findings(self.findings) if self.findings is not None else None
+        corrections = Corrections()
+        for t in tables:
+            learnt = learn(t.texts, t.ids, t.corrected, defined, t.source)
+            for c in learnt.corrections:
+                _log.info("%s: %s", Path(t.source).name, c.describe())
+            corrections = corrections.merged(learnt, where=f"{t.source}: ")
         space = LabelSpace.union(t.label_space for t in tables)
         y = np.full((sum(len(t) for t in tables), len(space)), np.nan, dtype=np.float32)
         start = 0
@@ -178,7 +196,7 @@ class ReportLabeler(ReportReader, BaseEstimator):
         nodes = [
             f"node{k}:{Path(t.source).name}" for k, t in enumerate(tables) for _ in range(len(t))
         ]
-        return self.fit(texts, y, space, nodes)
+        return self.fit(texts, y, space, nodes, corrections=corrections)
 
     def fit_embeddings(
         self,
@@ -189,6 +207,7 @@ class ReportLabeler(ReportReader, BaseEstimator):
         *,
         fingerprint: str | None = None,
         texts: Sequence[str] | None = None,
+        corrections: Corrections | None = None,
     ) -> ReportLabeler:
         """:meth:`fit` on precomputed embeddings ``x``.
 
@@ -196,6 +215,8 @@ class ReportLabeler(ReportReader, BaseEstimator):
         ``x`` is ``(n, dim)`` or sentence bags ``(n, S, dim)``, as :meth:`embed` makes them.
         ``texts``, the reports ``x`` embeds, lets the probabilities be calibrated with the
         mentions (:mod:`reportfed.text.calibration`); without them they are the model's scores.
+        ``corrections``: phrasings a hospital's readers corrected
+        (:mod:`reportfed.text.corrections`), read as corrected and kept in the model.
         """
         self._validate()
         _check_embeddings(x, check_granularity(self.granularity))
@@ -273,13 +294,14 @@ class ReportLabeler(ReportReader, BaseEstimator):
                 "nodes": held,
                 "final_loss": result.history[-1]["loss"] if result.history else {},
                 **({"findings": defined.record()} if defined is not None else {}),
+                **({"corrections": corrections.record()} if corrections else {}),
             },
         )
         columns = labels.indices(kept)
         every = self.predict_scores_embeddings(x)  # every row scored once, indexed below
         mentions = None
         if texts is not None:
-            mentions = report_mentions([texts[i] for i in vrows], list(kept), defined)
+            mentions = report_mentions([texts[i] for i in vrows], list(kept), defined, corrections)
         # a site's rows are NaN in the labels it does not annotate: every row is its site's
         self.thresholds_, calibration = labelling_rules(
             y[:, columns], every, vrows, mentions, list(kept)

@@ -33,6 +33,7 @@ from reportfed.embed import DEFAULT_EMBEDDER, Embedder, shared_embedder
 from reportfed.embed.granularity import embed_reports, embed_units
 from reportfed.text.assertion import Mention, find_mentions
 from reportfed.text.calibration import calibrate, calibration_features, identity_calibration
+from reportfed.text.corrections import Corrections
 from reportfed.text.findings import Findings
 from reportfed.text.model_file import ModelFile, read_model, write_model
 from reportfed.text.scoring import check_architecture, decisive_sentences, predict_state
@@ -94,7 +95,9 @@ class ReportReader:
     model's scores), ``calibration_`` (:mod:`reportfed.text.calibration`), ``state_`` (global
     weights), ``embedder_fingerprint_``, ``input_dim_``, ``provenance_``, and ``findings_``:
     the findings the hospital defined that the model was trained with (its provenance keeps
-    them, :mod:`reportfed.text.findings`; ``None``: none), read as the lexicon's.
+    them, :mod:`reportfed.text.findings`; ``None``: none), read as the lexicon's, and
+    ``corrections_``: the phrasings its readers corrected, read as corrected
+    (:mod:`reportfed.text.corrections`).
     """
 
     def __init__(
@@ -173,6 +176,7 @@ class ReportReader:
         self.provenance_ = {"reportfed": __version__, **provenance}
         record = provenance.get("findings")
         self.findings_ = None if record is None else Findings.from_record(record)
+        self.corrections_ = Corrections.from_record(provenance.get("corrections", []))
 
     @classmethod
     def from_state(
@@ -271,7 +275,11 @@ class ReportReader:
                     if sentence
                     else self.embed(part)
                 )
-                found = report_mentions(part, names, self.findings_) if mentions else []
+                found = (
+                    report_mentions(part, names, self.findings_, self.corrections_)
+                    if mentions
+                    else []
+                )
                 scores = self.predict_scores_embeddings(x)
                 yield _ScoredChunk(first + lo, part, units[lo:hi], x, scores, found)
 
@@ -361,7 +369,8 @@ class ReportReader:
         ``probability``, the model's ``score``, the ``sentence`` that decided the state and the
         ``cue`` (negation or uncertainty words,
         the normal or abnormal word of an anatomy phrase; "" for a plain mention), and its
-        ``source``: ``text`` (a mention decided), ``model`` (no mention; the model's score, its
+        ``source``: ``text`` (a mention decided), ``correction`` (a mention whose phrasing the
+        hospital corrected, :mod:`reportfed.text.corrections`), ``model`` (no mention; the model's score, its
         sentence the one max pooling took, the whole report at report granularity) or ``rule``
         (No Finding)."""
         ids = [str(i) for i in range(len(texts))] if ids is None else [str(i) for i in ids]
@@ -387,7 +396,8 @@ class ReportReader:
                         continue
                     mention = r.mentions[i].get(name)
                     if mention is not None:
-                        why = (mention.text, mention.cue, "text")
+                        source = "correction" if mention.corrected else "text"
+                        why = (mention.text, mention.cue, source)
                     elif name == NO_FINDING:
                         why = ("", "", "rule")
                     else:

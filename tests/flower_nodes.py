@@ -47,6 +47,26 @@ def write_node_tables(
     return paths
 
 
+def write_findings_site(out: Path, findings: Path, archive: Path | None = None) -> Path:
+    """A site of 200 IU reports labelled with the text rules in the findings ``findings``
+    defines (hedged: -1), 60 of them stating one where IU has that many: the documented way a
+    hospital starts labelling a finding of its own."""
+    from reportfed.text.findings import read_findings
+    from reportfed.text.states import read_labels
+
+    found = read_findings(findings)
+    iu = load_iu(archive) if archive is not None else load_iu()
+    read = read_labels(iu.texts, list(found.names), found)
+    stated = np.flatnonzero((read == 1).any(axis=1))[:60]
+    rest = [i for i in range(len(iu)) if i not in set(stated)][: 200 - len(stated)]
+    rows = sorted([*stated.tolist(), *rest])
+    site = pd.DataFrame({"Reports": [iu.texts[i] for i in rows]})
+    for c, name in enumerate(found.names):
+        site[name] = np.nan_to_num(read[rows, c], nan=-1.0)
+    site.to_csv(out, index=False)
+    return out
+
+
 def run_config(**overrides: Any) -> dict[str, Any]:
     """The app's run config (``app/pyproject.toml``, its tables flattened as Flower does) with
     ``overrides``: a run setting by its key, a hyperparameter by its key in the run's modality

@@ -9,9 +9,11 @@ from pathlib import Path
 import pytest
 
 from reportfed.core.errors import InputFileError
+from reportfed.core.labels import LabelSpace
 from reportfed.text.assertion import find_mentions
 from reportfed.text.findings import read_findings
 from reportfed.text.states import read_labels, report_mentions
+from reportfed.text.templates import template_rows
 
 from .conftest import ROOT
 
@@ -60,6 +62,33 @@ def test_a_defined_finding_hedges_a_builtin_one_as_an_alternative(tmp_path: Path
     assert read_labels(text, ["Atelectasis"])[0, 0] == 1.0  # without the file: affirmed
     read = read_labels(text, ["Atelectasis", "Gastric distention"], found)[0]
     assert read[0] != read[0] and read[1] != read[1]  # NaN: both hedged, alternatives
+
+
+def test_a_finding_with_a_parent_is_a_mention_of_its_parent_when_present_or_hedged(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "findings.toml"
+    path.write_text(
+        '[[finding]]\nname = "Morgagni defect"\nphrases = ["morgagni defect"]\nparent = "hernia"\n'
+    )
+    found = read_findings(path)
+    texts = ["Small Morgagni defect.", "Possible Morgagni defect.", "No Morgagni defect."]
+    read = read_labels(texts, ["Hernia", "Morgagni defect"], found)
+    assert read[:, 1].tolist()[::2] == [1.0, 0.0] and read[1, 1] != read[1, 1]
+    # a Morgagni defect is a hernia; its absence says nothing of other hernias
+    assert read[0, 0] == 1.0 and read[1, 0] != read[1, 0] and read[2, 0] == 0.0
+    assert report_mentions(texts[2:], ["Hernia"], found)[0]["Hernia"] is None
+    assert read_labels(texts[:1], ["Hernia"])[0, 0] == 0.0  # without the file: not mentioned
+
+
+def test_template_sentences_of_a_defined_finding_use_its_phrases() -> None:
+    texts, y = template_rows(
+        LabelSpace.of([HERNIA], allow_unknown=True), findings=read_findings(EXAMPLE)
+    )
+    assert texts[:6] == ["Hiatal hernia.", "There is hiatal hernia.", "Findings consistent with "
+                         "hiatal hernia.", "Hiatus hernia.", "There is hiatus hernia.",
+                         "Findings consistent with hiatus hernia."]  # fmt: skip
+    assert "No evidence of hiatus hernia." in texts and y[:, 0].tolist().count(1.0) == 6
 
 
 def test_evidence_names_the_sentence_and_cue() -> None:
@@ -114,24 +143,16 @@ def test_a_site_trains_defined_findings_and_the_model_labels_them_in_four_states
     import pandas as pd
 
     from reportfed.cli import main
-    from reportfed.data.iu import load_iu
     from reportfed.reader import ReportReader
+
+    from .flower_nodes import write_findings_site
 
     monkeypatch.setenv("REPORTFED_EMBEDDINGS_CACHE", str(embeddings_cache))
     found = read_findings(EXAMPLE)
-    iu = load_iu(iu_archive)
-    read = read_labels(iu.texts, [HERNIA, AORTA], found)
-    stated = np.flatnonzero((read == 1).any(axis=1))[:60]
-    rest = [i for i in range(len(iu)) if i not in set(stated)][: 200 - len(stated)]
-    rows = sorted([*stated.tolist(), *rest])
-    site = pd.DataFrame({"Reports": [iu.texts[i] for i in rows]})
-    for c, name in enumerate((HERNIA, AORTA)):
-        site[name] = np.nan_to_num(read[rows, c], nan=-1.0)  # hedged: uncertain
-    site.to_csv(tmp_path / "findings_site.csv", index=False)
+    site = write_findings_site(tmp_path / "findings_site.csv", EXAMPLE, iu_archive)
     model = tmp_path / "model.safetensors"
-    assert main(["train", "--node", str(tmp_path / "findings_site.csv"), "--node",
-                 str(tables["a"]), "--findings", str(EXAMPLE), "--rounds", "3",
-                 "--out", str(model)]) == 0  # fmt: skip
+    assert main(["train", "--node", str(site), "--node", str(tables["a"]), "--findings",
+                 str(EXAMPLE), "--rounds", "3", "--out", str(model)]) == 0  # fmt: skip
     reader = ReportReader.load(model)
     assert reader.findings_ == found  # the definitions and the file's checksum, kept
     assert reader.provenance_["findings"]["checksum"] == found.checksum
@@ -149,6 +170,42 @@ def test_a_site_trains_defined_findings_and_the_model_labels_them_in_four_states
     evidence = reader.predict_evidence(reports)
     hernia = evidence[(evidence["label"] == HERNIA) & (evidence["row"] == 3)].iloc[0]
     assert hernia["sentence"] == "Possible hiatus hernia." and hernia["source"] == "text"
+    # label --findings checks that the model was trained with the file's definitions
+    table = tmp_path / "reports.csv"
+    pd.DataFrame({"Reports": reports}).to_csv(table, index=False)
+    label = ["label", "--model", str(model), "--reports", str(table), "--out"]
+    assert main([*label, str(tmp_path / "a.csv"), "--findings", str(EXAMPLE)]) == 0
+    other = tmp_path / "other.toml"
+    other.write_text('[[finding]]\nname = "Hiatal hernia"\nphrases = ["hiatal hernia"]\n')
+    assert main([*label, str(tmp_path / "b.csv"), "--findings", str(other)]) == 2
+    assert not (tmp_path / "b.csv").exists()
+
+
+def test_corpus_iu_labels_the_defined_findings_with_the_rules(
+    iu_archive: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``reportfed corpus iu --findings``: one more column per finding, its four states as the
+    rules read them, counted; the table trains as a site (``read_table`` with the aliases)."""
+    import numpy as np
+    import pandas as pd
+
+    from reportfed.cli import main
+    from reportfed.data.table import read_table
+    from reportfed.text.states import rule_states
+
+    out = tmp_path / "site.csv"
+    assert main(["corpus", "iu", "--archive", str(iu_archive), "--labels", "Cardiomegaly",
+                 "--findings", str(EXAMPLE), "--out", str(out)]) == 0  # fmt: skip
+    said = capsys.readouterr().err
+    assert "Hiatal hernia                    46 positive       1 negated       6 uncertain" in said
+    frame = pd.read_csv(out)
+    found = read_findings(EXAMPLE)
+    states = frame[[HERNIA, AORTA]].to_numpy(np.float32)
+    np.testing.assert_array_equal(
+        states, rule_states(frame["Reports"].tolist(), [HERNIA, AORTA], found)
+    )
+    table = read_table(out, aliases=found.columns())
+    assert table.label_space.names == ("Cardiomegaly", HERNIA, AORTA)
 
 
 def test_a_table_names_a_finding_by_its_name_or_an_alias(tmp_path: Path) -> None:

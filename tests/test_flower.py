@@ -6,6 +6,7 @@ faults, joining and growing label sets are checked in seconds.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -351,7 +352,60 @@ def test_nodes_must_define_a_shared_finding_alike(
     assert record is not None
     kept = Findings.from_record(record)
     assert set(kept.findings) == set(read_findings(example).findings)
+    assert kept.checksum == read_findings(example).checksum  # the one file the members read
     assert "findings" not in registry.members[100].settings  # kept once, not per node
+
+
+def test_a_federated_model_labels_the_findings_its_nodes_defined(
+    tables: dict[str, Path], embeddings_cache: Path, tmp_path: Path, monkeypatch, capsys
+) -> None:  # type: ignore[no-untyped-def]
+    """End to end through the ServerApp and ClientApp: a node trains the example's findings
+    from 200 IU reports it labelled with their rules, beside an IU node whose table carries a
+    reader's correction of a hedge; the saved model names the file's checksum and the corrected
+    phrasing, and ``reportfed label`` with it reads both findings in four states and the
+    phrasing as corrected."""
+    from flwr.app import Context, RecordDict
+
+    from reportfed.cli import main
+    from reportfed.text.findings import read_findings
+
+    from .flower_nodes import write_findings_site
+
+    example = Path(__file__).resolve().parents[1] / "examples" / "findings.toml"
+    site = write_findings_site(tmp_path / "f.csv", example)
+    out = tmp_path / "server"
+    rc = run_config(**FLOWER, rounds=2, out=str(out), **{"min-nodes": 2})
+    corrected = pd.read_csv(tables["a"])
+    corrected["Corrected"] = ""
+    corrected.loc[len(corrected)] = {"Report Impression": "Bibasilar opacities, likely "
+                                     "atelectasis.", "Atelectasis": 1, "Corrected": "Atelectasis"}  # fmt: skip
+    corrected.to_csv(tmp_path / "a.csv", index=False)
+    grid = grid_with({"a": tmp_path / "a.csv"}, embeddings_cache, names="a")
+    grid.add_node(101, {"name": "f", "data": str(site), "cache-dir": str(embeddings_cache),
+                        "findings": str(example)})  # fmt: skip
+    grid.run_config.update(rc)
+    server_app.app(grid, Context(run_id=1, node_id=0, node_config={}, state=RecordDict(),
+                                 run_config=rc))  # fmt: skip
+    model = out / server_app.MODEL_FILE
+    reports = tmp_path / "reports.csv"
+    pd.DataFrame({"id": ["h1", "h2", "h3"], "Reports": [
+        "Small hiatal hernia. Heart size is normal.",
+        "No hiatal hernia. The thoracic aorta is tortuous and calcified.",
+        "Possible hiatus hernia. No aortic calcification. Left basilar opacity, likely "
+        "atelectasis.",
+    ]}).to_csv(reports, index=False)  # fmt: skip
+    monkeypatch.setenv("REPORTFED_EMBEDDINGS_CACHE", str(embeddings_cache))
+    capsys.readouterr()
+    assert main(["label", "--model", str(model), "--reports", str(reports),
+                 "--out", str(tmp_path / "labels.csv")]) == 0  # fmt: skip
+    checksum = read_findings(example).checksum
+    said = capsys.readouterr().err
+    assert f"findings defined in a file of SHA-256 {checksum}" in said
+    assert "'likely atelectasis' reads Atelectasis affirmed (the rules read uncertain)" in said
+    states = pd.read_csv(tmp_path / "labels.csv")
+    assert states["Hiatal hernia"].tolist() == [1.0, 0.0, -1.0]
+    assert states["Aortic calcification"].tolist()[1:] == [1.0, 0.0]
+    assert states["Atelectasis"].tolist()[2] == 1.0  # read as the reader corrected it
 
 
 def test_malformed_finding_definitions_leave_a_node_out() -> None:
@@ -367,4 +421,32 @@ def test_malformed_finding_definitions_leave_a_node_out() -> None:
         assert registry.excluded[node_id].startswith(
             "node 'n' sent malformed finding definitions ("
         )
+    for node_id, sent in ((4, "[1]"), (5, '[{"label": "Edema"}]'), (6, json.dumps([{
+            "label": "Edema", "phrase": "edema", "cue": "", "read": "affirmed", "state": "x"}]))):  # fmt: skip
+        described = Description("n", LabelSpace(("Edema",)), "f", 4, 10, {"corrections": sent})
+        registry._admit(node_id, described)
+        assert registry.excluded[node_id].startswith("node 'n' sent malformed corrections (")
     assert not registry.members
+
+
+def test_a_phrasing_two_nodes_correct_otherwise_leaves_the_second_out() -> None:
+    """Corrected phrasings are kept for the model from every member; a node that corrects one
+    otherwise than a member is left out in one line naming it."""
+    from reportfed.core.node import Description
+    from reportfed.flower.registry import Registry
+    from reportfed.text.corrections import Correction, Corrections
+
+    registry = Registry(fingerprint="f")
+    for node_id, (name, state) in enumerate(
+        (("a", "affirmed"), ("b", "affirmed"), ("c", "negated"))
+    ):
+        sent = Corrections((Correction("Edema", "edema", "likely", "uncertain", state),)).record()
+        described = Description(name, LabelSpace(("Edema",)), "f", 4, 10,
+                                {"corrections": json.dumps(sent)})  # fmt: skip
+        registry._admit(node_id, described)
+    assert {m.name for m in registry.members.values()} == {"a", "b"}
+    assert registry.corrections.corrections[0].reports == 2
+    assert registry.excluded[2] == (
+        "node 'c': 'edema' with cue 'likely' is corrected to negated of Edema here and to "
+        "affirmed elsewhere: every site must read a phrasing one way"
+    )

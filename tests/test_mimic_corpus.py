@@ -69,6 +69,25 @@ def test_corpus_mimic_writes_the_labelled_sections_and_their_states(
     assert len(table.texts) == 58 and not np.isnan(table.labels).any()
 
 
+def test_corpus_mimic_adds_the_findings_a_hospital_defines_as_the_rules_read_them(
+    fixture_root: tuple[Path, dict], tmp_path: Path
+) -> None:
+    from reportfed.text.findings import read_findings
+    from reportfed.text.states import rule_states
+
+    root, _ = fixture_root
+    example = ROOT / "examples" / "findings.toml"
+    done = corpus("--root", str(root), "--out", "m.csv", "--labels", "Edema", "--findings",
+                  str(example), cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    frame = pd.read_csv(tmp_path / "m.csv", dtype={"id": str})
+    found = read_findings(example)
+    assert list(frame.columns) == ["id", "Reports", "Edema", *found.names]
+    expected = rule_states(frame["Reports"].tolist(), list(found.names), found)
+    np.testing.assert_array_equal(frame[list(found.names)].to_numpy(np.float32), expected)
+    assert any(line.split()[:2] == ["Hiatal", "hernia"] for line in done.stderr.splitlines())
+
+
 def test_split_labeler_sections_sample(fixture_root: tuple[Path, dict], tmp_path: Path) -> None:
     root, made = fixture_root
     test_studies = {r["study_id"] for r in made["split"] if r["split"] == "test"}

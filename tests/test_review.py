@@ -120,11 +120,12 @@ def test_no_report_text_can_end_the_pages_data(labelling, tmp_path) -> None:  # 
 
 @pytest.mark.slow
 def test_a_reader_corrects_states_keeps_them_and_trains_a_site_on_them(
-    labelling, tables, tmp_path, monkeypatch
+    labelling, tables, tmp_path, monkeypatch, capsys
 ) -> None:  # type: ignore[no-untyped-def]
     """On the examples' page a reader corrects two states (one with the mouse, one with the
     keyboard), the page marks them and keeps them across a reload, and the download is a site
-    table that ``reportfed train`` takes beside an IU site."""
+    table that ``reportfed train`` takes beside an IU site; labelled again with the model it
+    trains, the corrected phrasing reads as corrected, in that report and in new ones."""
     monkeypatch.chdir(tmp_path)
     page = tmp_path / "review.html"
     labels = tmp_path / "labels.csv"
@@ -152,7 +153,8 @@ def test_a_reader_corrects_states_keeps_them_and_trains_a_site_on_them(
     corrected = pd.read_csv(tmp_path / "corrections.csv", dtype=str, keep_default_na=False)
     labelled = pd.read_csv(labels, dtype=str, keep_default_na=False).set_index("id")
     assert list(corrected["id"]) == ["r1", "r4"]
-    assert list(corrected.columns) == ["id", "Reports", *labelled.columns[1:]]
+    assert list(corrected.columns) == ["id", "Reports", *labelled.columns[1:], "Corrected"]
+    assert list(corrected["Corrected"]) == ["Edema", "Pneumonia"]  # which cells are the reader's
     # the corrected cells as read, every other cell as labelled ("1.0" there, "1" here)
     expected = labelled.loc[["r1", "r4"]].reset_index()
     expected.loc[0, "Edema"], expected.loc[1, "Pneumonia"] = "-1", "1"
@@ -163,6 +165,44 @@ def test_a_reader_corrects_states_keeps_them_and_trains_a_site_on_them(
     assert (corrected["Reports"] == expected["Reports"]).all()
     # a site of the corrections trains beside an IU site
     model = tmp_path / "model.safetensors"
+    capsys.readouterr()
     assert main(["train", "--node", "corrections.csv", "--node", str(tables["a"]),
-                 "--rounds", "2", "--out", str(model)]) == 0  # fmt: skip
+                 "--rounds", "2", "--out", str(model), "--report", "report.html"]) == 0  # fmt: skip
     assert model.is_file()
+    said = "'concerning for pneumonia' reads Pneumonia affirmed (the rules read uncertain)"
+    assert f"corrections.csv: {said}" in capsys.readouterr().err
+    assert said.replace("'", "&#39;") in (tmp_path / "report.html").read_text()
+    # labelled again: r4's hedge now reads as the reader read it, and so does the same phrasing
+    # in a new report; another finding word after the same cue is still read by the rules
+    again = tmp_path / "again.csv"
+    pd.DataFrame({
+        "id": ["r4", "n1", "n2"],
+        "Reports": [
+            pd.read_csv(EXAMPLES).set_index("id").loc["r4", "Reports"],
+            "Left basilar opacity, concerning for pneumonia.",
+            "Right basilar opacity concerning for aspiration.",
+        ],
+    }).to_csv(again, index=False)  # fmt: skip
+    assert main(["label", "--reports", str(again), "--model", str(model), "--out",
+                 str(tmp_path / "l2.csv"), "--evidence", str(tmp_path / "e2.csv")]) == 0  # fmt: skip
+    assert f"the model reads a corrected phrasing (1 report(s)): {said}" in capsys.readouterr().err
+    states = pd.read_csv(tmp_path / "l2.csv").set_index("id")
+    assert list(states["Pneumonia"]) == [1.0, 1.0, -1.0]
+    evidence = pd.read_csv(tmp_path / "e2.csv", keep_default_na=False)
+    pneumonia = evidence[evidence["label"] == "Pneumonia"].set_index("id")
+    assert list(pneumonia["source"]) == ["correction", "correction", "text"]
+    assert pneumonia.loc["n1", "cue"] == "concerning for"
+    # the review page of the examples labelled with that model: r4's pneumonia by the correction
+    assert main(["label", "--reports", str(EXAMPLES), "--model", str(model), "--out",
+                 str(tmp_path / "l3.csv"), "--review", "relabelled.html"]) == 0  # fmt: skip
+    dom, console = render(tmp_path / "relabelled.html", tmp_path / "relabelled.png",
+                          "source=correction")  # fmt: skip
+    assert console == [] and _shown(dom) == ["r4"]
+    card = dom.split('<article data-id="r4"', 1)[1].split("</article>", 1)[0]
+    assert re.search(r"<td>Pneumonia</td><td>\+ 1 positive</td><td>[\d.]+</td><td>correction</td>", card)
+    # the model keeps the correction: the phrasing, never the report
+    from reportfed.reader import ReportReader
+
+    kept = ReportReader.load(model).provenance_["corrections"]
+    assert kept == [{"label": "Pneumonia", "phrase": "pneumonia", "cue": "concerning for",
+                     "read": "uncertain", "state": "affirmed", "reports": 1}]  # fmt: skip

@@ -6,7 +6,9 @@ from __future__ import annotations
 import argparse
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+import numpy as np
 import pandas as pd
 
 from reportfed.cli.options import (
@@ -23,6 +25,9 @@ from reportfed.core.files import atomic_write, table_data
 from reportfed.core.labels import CHEXPERT_14
 from reportfed.data.mimic import LABELERS, SECTIONS, SPLITS
 
+if TYPE_CHECKING:
+    from reportfed.text.findings import Findings
+
 
 def _corpus_labels(args: argparse.Namespace) -> list[str]:
     """The label columns ``--labels`` keeps (default: the 14 CheXpert labels)."""
@@ -35,6 +40,41 @@ def _corpus_labels(args: argparse.Namespace) -> list[str]:
     if unknown:
         raise ReportfedError(f"{args.name} has no {unknown} labels; it has {list(CHEXPERT_14)}")
     return labels
+
+
+def _findings_input(args: argparse.Namespace) -> list[tuple[str, Path]]:
+    return [("--findings", Path(args.findings))] if args.findings else []
+
+
+def _defined(args: argparse.Namespace) -> Findings | None:
+    """The findings ``--findings`` defines, if given."""
+    from reportfed.text.findings import read_findings
+
+    return read_findings(args.findings) if args.findings else None
+
+
+def _read_columns(texts: list[str], findings: Findings | None) -> pd.DataFrame:
+    """One column per finding of ``findings`` (none without), its four states as the text rules
+    read them in ``texts`` (1 affirmed, 0 negated, -1 uncertain, blank not mentioned)."""
+    from reportfed.text.states import rule_states
+
+    if findings is None:
+        return pd.DataFrame(index=range(len(texts)))
+    names = list(findings.names)
+    return pd.DataFrame(rule_states(texts, names, findings), columns=names)
+
+
+def _tally(states: np.ndarray) -> np.ndarray:
+    """Per column of four-state ``states``: how many 1, 0, -1 and blank cells."""
+    counts = [(states == s).sum(axis=0) for s in (1.0, 0.0, -1.0)]
+    return np.stack([*counts, np.isnan(states).sum(axis=0)], axis=1)
+
+
+def _tally_lines(names: list[str], tally: np.ndarray) -> str:
+    return "\n".join(
+        f"  {name:<28}{t[0]:>7} positive {t[1]:>7} negated {t[2]:>7} uncertain {t[3]:>7} blank"
+        for name, t in zip(names, tally, strict=True)
+    )
 
 
 def cmd_corpus(args: argparse.Namespace) -> None:
@@ -53,7 +93,8 @@ def _corpus_iu(args: argparse.Namespace) -> None:
 
     labels = _corpus_labels(args)
     archive = [("--archive", Path(args.archive))] if args.archive else []
-    check_outputs([], tables=[("--out", Path(args.out))], inputs=archive)
+    check_outputs([], tables=[("--out", Path(args.out))], inputs=archive + _findings_input(args))
+    findings = _defined(args)
     frame = load_iu_frame(args.archive, granuloma_as_lesion=args.granuloma_as_lesion)
     frame = frame[frame["text"] != ""]
     indexed = frame[list(CHEXPERT_14)].notna().any(axis=1)
@@ -64,8 +105,14 @@ def _corpus_iu(args: argparse.Namespace) -> None:
             raise ReportfedError(f"--sample must be in [1, {len(frame)}], got {args.sample}")
         frame = frame.sample(n=args.sample, random_state=args.seed).sort_index()
     context = frame[list(CORPUS_COLUMNS)].assign(mesh_major=frame["mesh_major"].map("; ".join))
+    read = _read_columns(frame["text"].tolist(), findings).set_axis(frame.index)
     out = pd.concat(
-        [pd.DataFrame({"id": frame["uid"], "Reports": frame["text"]}), context, frame[labels]],
+        [
+            pd.DataFrame({"id": frame["uid"], "Reports": frame["text"]}),
+            context,
+            frame[labels],
+            read,
+        ],
         axis=1,
     )
     atomic_write(args.out, table_data(out, args.out))
@@ -73,12 +120,17 @@ def _corpus_iu(args: argparse.Namespace) -> None:
         f"wrote {len(out)} IU reports to {args.out} (left out the {unindexed} that IU never "
         "indexed, MeSH 'No Indexing': they have no labels)\n"
         + label_counts(labels, out[labels].to_numpy(float))
+        + (
+            "\nread by the text rules (--findings):\n"
+            + _tally_lines(list(read.columns), _tally(read.to_numpy(np.float32)))
+            if findings is not None
+            else ""
+        )
     )
 
 
 def _corpus_mimic(args: argparse.Namespace) -> None:
     """A site table from a local MIMIC-CXR copy, streamed (:mod:`reportfed.data.mimic`)."""
-    import numpy as np
     from tqdm.auto import tqdm
 
     from reportfed.core.files import StagedTables
@@ -89,7 +141,9 @@ def _corpus_mimic(args: argparse.Namespace) -> None:
     if args.granuloma_as_lesion:
         raise ReportfedError("--granuloma-as-lesion is IU's (its MeSH terms); MIMIC has labels")
     labels = _corpus_labels(args)
-    check_outputs([], tables=[("--out", Path(args.out))], inputs=[("--root", Path(args.root))])
+    inputs = [("--root", Path(args.root)), *_findings_input(args)]
+    check_outputs([], tables=[("--out", Path(args.out))], inputs=inputs)
+    findings = _defined(args)
     columns = [CHEXPERT_14.index(n) for n in labels]
     counts = MimicCounts()
     rows = iter_mimic(
@@ -97,16 +151,22 @@ def _corpus_mimic(args: argparse.Namespace) -> None:
     )
     chosen: list[tuple[int, tuple[str, str, np.ndarray]]] = []  # --sample: a reservoir
     rng = np.random.default_rng(args.seed)
-    tally = np.zeros((len(labels), 4), dtype=np.int64)  # 1, 0, -1, blank per label
+    names = [*labels, *(findings.names if findings is not None else ())]
+    tally = np.zeros((len(names), 4), dtype=np.int64)  # 1, 0, -1, blank per column
     written = 0
 
     def frame(batch: list[tuple[str, str, np.ndarray]]) -> pd.DataFrame:
-        states = np.stack([row[2][columns] for row in batch])
-        for k, state in enumerate((1.0, 0.0, -1.0)):
-            tally[:, k] += (states == state).sum(axis=0)
-        tally[:, 3] += np.isnan(states).sum(axis=0)
-        out = pd.DataFrame({"id": [r[0] for r in batch], "Reports": [r[1] for r in batch]})
-        return pd.concat([out, pd.DataFrame(states, columns=labels)], axis=1)
+        texts = [r[1] for r in batch]
+        states = pd.concat(
+            [
+                pd.DataFrame(np.stack([row[2][columns] for row in batch]), columns=labels),
+                _read_columns(texts, findings),
+            ],
+            axis=1,
+        )
+        tally[:] += _tally(states.to_numpy(np.float32))
+        out = pd.DataFrame({"id": [r[0] for r in batch], "Reports": texts})
+        return pd.concat([out, states], axis=1)
 
     with StagedTables([args.out]) as staged:
         batch: list[tuple[str, str, np.ndarray]] = []
@@ -147,10 +207,7 @@ def _corpus_mimic(args: argparse.Namespace) -> None:
         f"wrote {written} MIMIC-CXR reports ({args.labeler} labels, {args.sections} sections"
         + (f", {args.split} split" if args.split else "")
         + f") to {args.out}; left out: {', '.join(left)}\n"
-        + "\n".join(
-            f"  {name:<28}{t[0]:>7} positive {t[1]:>7} negated {t[2]:>7} uncertain {t[3]:>7} blank"
-            for name, t in zip(labels, tally, strict=True)
-        )
+        + _tally_lines(names, tally)
     )
 
 
@@ -227,6 +284,13 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--granuloma-as-lesion", action="store_true", help="count granulomas as Lung Lesion"
+    )
+    p.add_argument(
+        "--findings",
+        default=None,
+        help="a TOML file of findings this hospital defines (docs/labels.md): one more column "
+        "each, its four states as the text rules read them (1, 0, -1, blank), to train with "
+        "reportfed train --findings",
     )
     p.add_argument(
         "--sample",

@@ -15,9 +15,11 @@ from reportfed.cli.options import add_embedder_options, add_text_column, check_o
 from reportfed.core.errors import ReportfedError
 from reportfed.core.files import StagedTables
 from reportfed.pages.review import REVIEW_LIMIT, ReviewPage
+from reportfed.text.corrections import reading_of
 
 if TYPE_CHECKING:
     from reportfed.data.table import ReportTable
+    from reportfed.text.findings import Findings
 
 
 def cmd_label(args: argparse.Namespace) -> None:
@@ -32,7 +34,9 @@ def cmd_label(args: argparse.Namespace) -> None:
              (("--probabilities", args.probabilities), ("--evidence", args.evidence)) if value}  # fmt: skip
     paths = [("--out", out), *extra.items()]
     review = [("--review", Path(args.review))] if args.review else []
-    check_outputs(review, tables=paths, inputs=[("--reports", Path(args.reports))])
+    inputs = [("--reports", Path(args.reports))]
+    inputs += [("--findings", Path(args.findings))] if args.findings else []
+    check_outputs(review, tables=paths, inputs=inputs)
     usable, skipped = count_reports(args.reports, text_column=args.text_column)
     if skipped:
         say(
@@ -43,6 +47,10 @@ def cmd_label(args: argparse.Namespace) -> None:
     labeler = (
         ReportReader.load(args.model, **numerics) if args.model else load_default_reader(**numerics)
     )
+    if args.findings:
+        _check_findings(args.findings, labeler.findings_)
+    for line in reading_of(labeler.provenance_):
+        say(f"the model reads {line}")
     names = list(labeler.classes_)
     written = dict(paths)
     page = ReviewPage(names) if args.review else None
@@ -102,6 +110,21 @@ def cmd_label(args: argparse.Namespace) -> None:
         say(f"review page: {args.review} ({len(page.reports):,} reports; open it in a browser)")
 
 
+def _check_findings(path: str, kept: Findings | None) -> None:
+    """``--findings``: the definitions of ``path`` must be those the model was trained with
+    (``kept``), which are the ones it labels with."""
+    from reportfed.text.findings import read_findings
+
+    asked = read_findings(path)
+    if kept is None or set(kept.findings) != set(asked.findings):
+        trained = "no finding file" if kept is None else f"those of SHA-256 {kept.checksum}"
+        raise ReportfedError(
+            f"--findings {path} (SHA-256 {asked.checksum}) defines other findings than the "
+            f"model was trained with ({trained}): a model labels with the definitions it was "
+            "trained with; train one with this file (reportfed train --findings)"
+        )
+
+
 def _shared_ids(hashes: list[np.ndarray]) -> int:
     """How many reports have an id that an earlier report has (from the ids' 64-bit hashes: 8
     bytes a report, not the ids themselves)."""
@@ -138,7 +161,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--model",
         default=None,
-        help="model file (default: the default IU model, built on first use)",
+        help="model file (default: the default IU model, built on first use); what it reads "
+        "beyond the lexicon (findings a hospital defined, with their file's SHA-256, and "
+        "corrected phrasings) is said before it labels",
     )
     p.add_argument(
         "--out",
@@ -160,7 +185,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--evidence",
         default=None,
         help="also write why: a row per report and non-blank label (id, row, label, state, "
-        "probability, sentence, cue, source: text | model | rule)",
+        "probability, sentence, cue, source: text | correction | model | rule)",
     )
     p.add_argument(
         "--review",
@@ -168,6 +193,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="also write a review page here (HTML, self-contained): each report with the "
         "sentences behind its states highlighted, filters by label, state and source "
         f"(the first {REVIEW_LIMIT:,} reports)",
+    )
+    p.add_argument(
+        "--findings",
+        default=None,
+        help="a findings file (docs/labels.md) the model must have been trained with: a check; "
+        "a model always labels with the definitions it keeps",
     )
     add_embedder_options(p, choose=False)
     p.set_defaults(func=cmd_label)

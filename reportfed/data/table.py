@@ -19,7 +19,7 @@ import io
 import itertools
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +42,9 @@ _WORD = re.compile(r"[^\W\d_]")
 FIELD_LIMIT = 2**31 - 1
 
 
+#: the column of a review page's download that names, per report, the labels its reader
+#: corrected (separated by ``;``): their cells are the reader's states
+CORRECTED_COLUMN = "Corrected"
 #: the columns ``reportfed corpus iu`` writes beside the report (IU's sections and MeSH terms):
 #: context for a reader, neither labels nor columns a user should be told were ignored
 CORPUS_COLUMNS = ("findings", "impression", "mesh_major")
@@ -52,6 +55,9 @@ class ReportTable:
     """Report texts with a (possibly partial) label matrix.
 
     ``labels`` has shape ``(len(texts), len(label_space))``, float32, NaN = not annotated.
+    ``corrected``: the cells a reader corrected on a review page (:data:`CORRECTED_COLUMN`),
+    (row, label) -> the four-state value read (1, 0, -1; NaN blank), before the ``uncertain``
+    and ``blank`` policies.
     """
 
     texts: list[str]
@@ -63,6 +69,7 @@ class ReportTable:
     id_column: str | None = None
     blank_columns: tuple[str, ...] = ()
     ignored_columns: tuple[str, ...] = ()
+    corrected: Mapping[tuple[int, str], float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         check_label_matrix(self.labels, len(self.texts), self.label_space, self.source or "reports")
@@ -73,11 +80,13 @@ class ReportTable:
     def subset(self, rows: np.ndarray | list[int]) -> ReportTable:
         """Rows ``rows`` of this table (same label space, id column and source)."""
         idx = np.asarray(rows, dtype=int)
+        new = {int(old): k for k, old in enumerate(idx)}
         return replace(
             self,
             texts=[self.texts[i] for i in idx],
             labels=self.labels[idx],
             ids=[self.ids[i] for i in idx],
+            corrected={(new[r], c): v for (r, c), v in self.corrected.items() if r in new},
         )
 
     def fully_annotated(self) -> ReportTable:
@@ -88,7 +97,10 @@ class ReportTable:
         """The same rows restricted to the label columns ``names`` (in that order)."""
         space = names if isinstance(names, LabelSpace) else LabelSpace.of(names, allow_unknown=True)
         cols = self.label_space.indices(space)
-        return ReportTable(self.texts, self.labels[:, cols], space, self.ids, self.source)
+        corrected = {(r, c): v for (r, c), v in self.corrected.items() if c in space}
+        return ReportTable(
+            self.texts, self.labels[:, cols], space, self.ids, self.source, corrected=corrected
+        )
 
 
 def _read_frame(path: Path, text_column: str | None) -> tuple[pd.DataFrame, int]:
@@ -429,6 +441,8 @@ def read_table(
     if not reports.texts:
         raise _no_usable_text(path, f"column {column!r}", len(frame))
     keep = np.array([_report_text(t) != "" for t in frame[column].tolist()], dtype=bool)
+    corrected = _corrected(path, frame, label_columns, space, first_row)
+    kept_row = np.cumsum(keep) - 1
     return replace(
         reports,
         labels=labels[keep],
@@ -436,10 +450,33 @@ def read_table(
         ignored_columns=tuple(
             str(c)
             for c in frame.columns
-            if c not in (column, "id", *label_columns, *CORPUS_COLUMNS)
+            if c not in (column, "id", CORRECTED_COLUMN, *label_columns, *CORPUS_COLUMNS)
         ),
         blank_columns=tuple(space[label_columns.index(c)] for c in blank_columns),
+        corrected={(int(kept_row[r]), c): v for (r, c), v in corrected.items() if keep[r]},
     )
+
+
+def _corrected(
+    path: Path, frame: pd.DataFrame, columns: list[str], space: LabelSpace, first_row: int
+) -> dict[tuple[int, str], float]:
+    """The cells :data:`CORRECTED_COLUMN` names, by frame row and label, with their four-state
+    values; a name that is no label column of the table is an error naming its row."""
+    if CORRECTED_COLUMN not in frame.columns:
+        return {}
+    label_of = {c.casefold(): (c, space[k]) for k, c in enumerate(columns)}
+    out: dict[tuple[int, str], float] = {}
+    for row, cell in enumerate(frame[CORRECTED_COLUMN].tolist()):
+        for name in filter(None, (n.strip() for n in _cell(cell).split(";"))):
+            if name.casefold() not in label_of:
+                raise InputFileError(
+                    f"{path}: row {row + first_row}, column {CORRECTED_COLUMN!r}: {name!r} is "
+                    f"not one of the table's label columns {columns}"
+                )
+            column, label = label_of[name.casefold()]
+            value = _cell(frame[column].iloc[row])
+            out[row, label] = float(value) if value else np.nan
+    return out
 
 
 #: reports read at once by :func:`iter_reports`

@@ -1,6 +1,7 @@
 """Which Flower nodes belong to the federation: the handshake (message type ``query``) that asks a
 node for its name, labels, embedder fingerprint, input dimension and rows, and the rules that
-exclude a node (another embedder or dimension, a taken name, no labels), each with its reason."""
+exclude a node (another embedder or dimension, a taken name, no labels, a finding defined or a
+phrasing corrected otherwise than by a member), each with its reason."""
 
 from __future__ import annotations
 
@@ -16,12 +17,13 @@ from flwr.app import ConfigRecord, Message, RecordDict
 from flwr.serverapp import Grid
 from flwr.supercore import log
 
-from reportfed.core.errors import LabelError, RunFailedError
+from reportfed.core.errors import InputFileError, LabelError, RunFailedError
 from reportfed.core.labels import LabelSpace
 from reportfed.core.node import Description
 from reportfed.core.schema import Scalar
 from reportfed.flower.exchange import exchange
 from reportfed.flower.wire import META, read_description
+from reportfed.text.corrections import Corrections
 
 
 @dataclass
@@ -54,6 +56,10 @@ class Registry:
     #: the findings the members defined, by name (:mod:`reportfed.text.findings`): one
     #: definition each, the first member's
     findings: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: the SHA-256 of each findings file the members read their definitions from
+    files: set[str] = field(default_factory=set)
+    #: the phrasings the members' readers corrected (:mod:`reportfed.text.corrections`)
+    corrections: Corrections = field(default_factory=Corrections)
 
     def wait_for(self, grid: Grid, count: int, wait: float) -> None:
         """Block until ``count`` nodes are connected (a ``RunFailedError`` after ``wait`` s)."""
@@ -97,9 +103,21 @@ class Registry:
 
     def _admit(self, node_id: int, a: Description) -> None:
         try:
-            defined = _defined(a)
+            defined, checksum = _defined(a)
         except (ValueError, KeyError, TypeError) as exc:
             self.exclude(node_id, f"node {a.name!r} sent malformed finding definitions ({exc})")
+            return
+        try:
+            corrected = Corrections.from_record(
+                json.loads(str(a.settings.get("corrections", "[]")))
+            )
+        except (ValueError, KeyError, TypeError) as exc:
+            self.exclude(node_id, f"node {a.name!r} sent malformed corrections ({exc})")
+            return
+        try:
+            corrections = self.corrections.merged(corrected, where=f"node {a.name!r}: ")
+        except InputFileError as exc:
+            self.exclude(node_id, str(exc))
             return
         if a.fingerprint != self.fingerprint:
             self.exclude(
@@ -117,8 +135,10 @@ class Registry:
             self.exclude(node_id, clash)
         else:
             self.findings |= {f["name"]: f for f in defined}
+            self.files |= {checksum} if checksum else set()
+            self.corrections = corrections
             self.dim = a.dim
-            settings = {k: v for k, v in a.settings.items() if k != "findings"}
+            settings = {k: v for k, v in a.settings.items() if k not in ("findings", "corrections")}
             defines = tuple(f["name"] for f in defined)
             self.members[node_id] = Member(
                 node_id, a.name, a.labels, len(self.members), settings, defines=defines
@@ -140,13 +160,20 @@ class Registry:
 
     def findings_record(self) -> dict[str, Any] | None:
         """The members' definitions as a model keeps them
-        (:meth:`reportfed.text.findings.Findings.from_record`; the checksum is that of their
-        canonical JSON, not of any one file); ``None`` where none defined any."""
+        (:meth:`reportfed.text.findings.Findings.from_record`); the checksum is their file's
+        where every member read one file, else that of their canonical JSON, beside the files'
+        (``files``); ``None`` where none defined any."""
         if not self.findings:
             return None
         defined = [self.findings[name] for name in sorted(self.findings)]
+        if len(self.files) == 1:
+            return {"checksum": next(iter(self.files)), "findings": defined}
         text = json.dumps(defined, sort_keys=True).encode()
-        return {"checksum": hashlib.sha256(text).hexdigest(), "findings": defined}
+        return {
+            "checksum": hashlib.sha256(text).hexdigest(),
+            "files": sorted(self.files),
+            "findings": defined,
+        }
 
     def exclude(self, node_id: int, reason: str) -> None:
         """Leave ``node_id`` out of the federation for ``reason`` (logged)."""
@@ -158,13 +185,17 @@ class Registry:
         return {m.name: m for m in self.members.values()}
 
 
-def _defined(a: Description) -> list[dict[str, Any]]:
-    """The findings node ``a`` defines, as its handshake carries them (``ValueError``,
-    ``KeyError`` or ``TypeError`` where they are malformed)."""
+def _defined(a: Description) -> tuple[list[dict[str, Any]], str]:
+    """The findings node ``a`` defines, as its handshake carries them, and their file's
+    SHA-256 (``ValueError``, ``KeyError`` or ``TypeError`` where they are malformed)."""
     record = a.settings.get("findings")
     if not record:
-        return []
-    defined = list(json.loads(str(record))["findings"])
+        return [], ""
+    sent = json.loads(str(record))
+    defined = list(sent["findings"])
     if not all(isinstance(f, dict) and isinstance(f["name"], str) for f in defined):
         raise ValueError("each finding must be a table with a name")
-    return defined
+    checksum = sent.get("checksum", "")
+    if not isinstance(checksum, str):
+        raise ValueError("the file's checksum must be text")
+    return defined, checksum

@@ -79,6 +79,7 @@ def _save(
             "reportfed": __version__,
             "config": asdict(config),
             **({"findings": found} if (found := registry.findings_record()) else {}),
+            **({"corrections": registry.corrections.record()} if registry.corrections else {}),
             "federation": {
                 "engine": "flower",
                 "modality": kind.name,

@@ -6,7 +6,7 @@ Below, each report with every sentence behind a state highlighted: a positive, n
 uncertain mention in its own colour *and* with a text marker (``+``, ``−``, ``?``, and the
 label's name), a sentence the model alone picked with a dashed border and ``model``; the cue
 (the negation or hedge, the normal or abnormal word) is underlined. Beside it, each label's
-state, calibrated probability and source (text, model or rule). Filters choose a label, a state
+state, calibrated probability and source (text, correction, model or rule). Filters choose a label, a state
 and a source, and an order that puts the reports with a model-only state, then the least
 confident, first; the filters live in the page's address (``review.html#label=Edema&state=1``),
 so a view can be bookmarked or sent. Reports come 50 to a page, so a page of

@@ -1,8 +1,9 @@
 """``report.html``: one self-contained page (no script, no network) on a federation run, written
 beside its model after every round: per-label AUROC by round with its held-out positives,
 seconds and megabytes per round, the nodes of each round and why any was left out, which
-hospital annotates and which reads each label, the nodes lost or excluded, and the run's
-settings. Plots are inline SVG; every plotted number is also in a table, and the lines carry
+hospital annotates and which reads each label, what the model reads beyond the lexicon (findings
+a hospital defined, with their file's SHA-256, and corrected phrasings), the nodes lost or
+excluded, and the run's settings. Plots are inline SVG; every plotted number is also in a table, and the lines carry
 text markers, so the page reads without colour.
 
 The same page shows an in-process run (``reportfed train --report``, ``python -m experiments
@@ -17,6 +18,7 @@ from typing import Any
 
 from reportfed.core.files import atomic_write
 from reportfed.pages import FEW_POSITIVES, render_page
+from reportfed.text.corrections import reading_of
 
 REPORT_FILE = "report.html"
 _COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b",
@@ -38,7 +40,9 @@ def in_process(provenance: Mapping[str, Any], rounds: int) -> dict[str, Any]:
     reads from a Flower model's (its nodes, the labels they annotate and read, the round, the
     settings)."""
     held = provenance.get("nodes", {})
+    kept = {k: provenance[k] for k in ("findings", "corrections") if k in provenance}
     return {
+        **kept,
         "federation": {
             "modality": "reports, in one process",
             "nodes": {name: list(info["labels"]) for name, info in held.items()},
@@ -83,6 +87,7 @@ def render(history: Sequence[Mapping[str, Any]], provenance: Mapping[str, Any]) 
         ],
         lost=_lost(fed.get("lost", {}), fed.get("excluded", {})),
         settings=[[k, v] for k, v in provenance.get("config", {}).items()],
+        reading=reading_of(provenance),
     )
 
 

@@ -11,6 +11,7 @@ trains once it knows the federation's labels (:func:`~reportfed.reports.node.wit
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
@@ -36,6 +37,7 @@ from reportfed.reports.node import (
 from reportfed.text.findings import Findings
 
 Embed = Callable[[Sequence[str]], np.ndarray]
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -92,7 +94,7 @@ def build_site(
         if reading is not None:
             node = replace(node, read=reading)
     if template_embed is not None:
-        node = with_templates(node, template_embed)
+        node = with_templates(node, template_embed, findings)
     return Site(node, fit, val)
 
 
@@ -104,11 +106,14 @@ def load_report_node(
 
     The node's labels are the label columns with at least one annotated row; empty settings take
     the run's (embedder) or reportfed's defaults (name: the table's stem; the cache directory).
+    The phrasings a reader corrected in the table (a review page's download) are learnt
+    (:mod:`reportfed.text.corrections`) and sent to the server with the node's description.
     """
     from reportfed.core.paths import embeddings_cache_dir
     from reportfed.data.table import read_table
     from reportfed.embed import make_embedder
     from reportfed.embed.granularity import embed_reports
+    from reportfed.text.corrections import learn
     from reportfed.text.findings import read_findings
     from reportfed.text.states import report_mentions
 
@@ -131,6 +136,9 @@ def load_report_node(
         LabelSpace(tuple(n for n, kept in zip(table.label_space, annotated, strict=True) if kept))
     )
     warn_if_all_positive(name, table.labels, table.label_space)
+    corrections = learn(table.texts, table.ids, table.corrected, findings, data)
+    for c in corrections.corrections:
+        _log.info("%s: %s", Path(data).name, c.describe())
     embedder = make_embedder(settings.embedder or run.embedder, base_url=settings.base_url or None)
     embed = partial(
         embed_reports,
@@ -157,9 +165,12 @@ def load_report_node(
         embedder.fingerprint,
         x[site.val],
         table.labels[site.val],
-        report_mentions([table.texts[i] for i in site.val], list(table.label_space), findings),
+        report_mentions(
+            [table.texts[i] for i in site.val], list(table.label_space), findings, corrections
+        ),
         settings,
         findings,
+        corrections,
     )
 
 

@@ -28,10 +28,13 @@ import itertools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from reportfed.text.findings import Findings
 from reportfed.text.sentences import addendum_start, findings_sentences
+
+if TYPE_CHECKING:
+    from reportfed.text.corrections import Corrections
 
 Assertion = Literal["affirmed", "negated", "uncertain"]
 #: how a report aggregates its mentions of a label: the first state any mention has
@@ -341,7 +344,9 @@ _BORDERLINE_RE = re.compile(rf"\b(?:{_BORDERLINE})\b", re.IGNORECASE)
 @dataclass(frozen=True)
 class Mention:
     """One mention of ``label`` in the report's ``sentence``-th read sentence (``text``,
-    characters ``span``), its state and the ``cue`` that set it ("" for a plain affirmation)."""
+    characters ``span``), its state and the ``cue`` that set it ("" for a plain affirmation);
+    ``corrected``: the state is a hospital's correction of that phrasing
+    (:mod:`reportfed.text.corrections`), not the rules' reading."""
 
     label: str
     sentence: int
@@ -349,6 +354,7 @@ class Mention:
     assertion: Assertion
     text: str = ""
     cue: str = ""
+    corrected: bool = False
 
 
 def has_lexicon(label: str, findings: Findings | None = None) -> bool:
@@ -544,18 +550,39 @@ def _fields(sentence: str, found: list[Mention]) -> list[Mention]:
 
 
 def decisive_mentions(
-    text: str, labels: Iterable[str], findings: Findings | None = None
+    text: str,
+    labels: Iterable[str],
+    findings: Findings | None = None,
+    corrections: Corrections | None = None,
 ) -> dict[str, Mention | None]:
     """Per label, the mention of ``text`` that decides the report's state (:func:`decide`); where
     an addendum mentions the label, the addendum's mentions alone decide it (a later read corrects
-    the first). ``findings``: those a hospital defined, read as the lexicon's are."""
+    the first). ``findings``: those a hospital defined, read as the lexicon's are (an affirmed or
+    uncertain mention of one with a ``parent`` is one of its parent too: a hiatal hernia is a
+    hernia, but no hiatal hernia says nothing of other hernias); ``corrections``: phrasings its
+    readers corrected, read as corrected."""
     labels = list(labels)
-    mentions = find_mentions(text, labels, findings)
+    children = _children(labels, findings)
+    mentions = find_mentions(text, [*labels, *children], findings)
+    if corrections:
+        mentions = corrections.apply(mentions)
+    mentions += [
+        replace(m, label=children[m.label])
+        for m in mentions
+        if m.label in children and m.assertion != "negated"
+    ]
     start = addendum_start(text)
     if start is not None:  # an addendum that mentions a label corrects the first read of it
         late = {m.label for m in mentions if m.sentence >= start}
         mentions = [m for m in mentions if m.label not in late or m.sentence >= start]
     return decide(mentions, labels)
+
+
+def _children(labels: list[str], findings: Findings | None) -> dict[str, str]:
+    """The findings of ``findings`` whose parent is one of ``labels`` -> that parent."""
+    if findings is None:
+        return {}
+    return {f.name: f.parent for f in findings.findings if f.parent in labels}
 
 
 def decide(mentions: Iterable[Mention], labels: Iterable[str]) -> dict[str, Mention | None]:

@@ -94,6 +94,10 @@ class Findings:
     def __contains__(self, name: object) -> bool:
         return name in self.names
 
+    def finding(self, name: str) -> Finding:
+        """The finding named ``name``."""
+        return next(f for f in self.findings if f.name == name)
+
     def columns(self) -> dict[str, str]:
         """The table columns that hold each finding, in lower case: its name and its aliases
         (other sites' names for it) -> its name."""

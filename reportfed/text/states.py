@@ -44,6 +44,7 @@ import numpy as np
 
 from reportfed.core.errors import ConfigError
 from reportfed.text.assertion import Mention, decisive_mentions, has_lexicon
+from reportfed.text.corrections import Corrections
 from reportfed.text.findings import Findings
 from reportfed.text.sentences import findings_sentences
 
@@ -113,35 +114,54 @@ def readable(text: str, mentions: dict[str, Mention | None]) -> bool:
 
 
 def report_mentions(
-    texts: Sequence[str], labels: Sequence[str], findings: Findings | None = None
+    texts: Sequence[str],
+    labels: Sequence[str],
+    findings: Findings | None = None,
+    corrections: Corrections | None = None,
 ) -> list[dict[str, Mention | None]]:
     """Per report, the mention that decides each lexicon label of ``labels`` (``None``: the text
     does not name it; labels without a lexicon, or outside the hospital's ``findings``, are
-    absent)."""
+    absent), with the phrasings of ``corrections`` read as corrected."""
     lexical = [name for name in labels if has_lexicon(name, findings)]
-    return [decisive_mentions(text, lexical, findings) for text in texts]
+    return [decisive_mentions(text, lexical, findings, corrections) for text in texts]
 
 
-def read_labels(
-    texts: Sequence[str], labels: Sequence[str], findings: Findings | None = None
+def rule_states(
+    texts: Sequence[str],
+    labels: Sequence[str],
+    findings: Findings | None = None,
+    corrections: Corrections | None = None,
 ) -> np.ndarray:
-    """What the text alone says of each of ``labels`` (each with a lexicon, or a finding of
-    ``findings``) in each report, as
-    training labels for a site that does not annotate them: 1.0 where a mention affirms the
-    finding, 0.0 where one negates it or none names it, NaN (not annotated) where the report
-    hedges it or is in another language (:func:`other_language`), as the CheXpert labeler's
-    U-Ignore policy trains: on IU, hedged findings are
-    mostly not indexed, and counting them positive halves Pneumonia's agreement with MeSH."""
-    value = {"affirmed": 1.0, "negated": 0.0, "uncertain": np.nan}
-    out = np.zeros((len(texts), len(labels)), dtype=np.float32)
-    for i, found in enumerate(report_mentions(texts, labels, findings)):
-        if other_language(texts[i]):  # a report the rules cannot read says nothing: not 0
-            out[i] = np.nan
+    """The four states the text rules alone read of each of ``labels`` (each with a lexicon, or
+    a finding of ``findings``; the phrasings of ``corrections`` read as corrected) in each
+    report: 1.0 affirmed, 0.0 negated, -1.0 uncertain, NaN not mentioned, or every label NaN in
+    a report in another language (:func:`other_language`), which the rules cannot read."""
+    out = np.full((len(texts), len(labels)), np.nan, dtype=np.float32)
+    for i, found in enumerate(report_mentions(texts, labels, findings, corrections)):
+        if other_language(texts[i]):
             continue
         for c, name in enumerate(labels):
             mention = found[name]
             if mention is not None:
-                out[i, c] = value[mention.assertion]
+                out[i, c] = _STATE[mention.assertion]
+    return out
+
+
+def read_labels(
+    texts: Sequence[str],
+    labels: Sequence[str],
+    findings: Findings | None = None,
+    corrections: Corrections | None = None,
+) -> np.ndarray:
+    """What the text alone says of each of ``labels`` (:func:`rule_states`) as training labels
+    for a site that does not annotate them: 1.0 where a mention affirms the finding, 0.0 where
+    one negates it or none names it, NaN (not annotated) where the report hedges it or is in
+    another language, as the CheXpert labeler's U-Ignore policy trains: on IU, hedged findings
+    are mostly not indexed, and counting them positive halves Pneumonia's agreement with MeSH."""
+    states = rule_states(texts, labels, findings, corrections)
+    out = np.where(np.isnan(states), np.float32(0.0), states)
+    out[states == -1.0] = np.nan
+    out[[other_language(t) for t in texts]] = np.nan  # says nothing: not 0
     return out
 
 

@@ -8,7 +8,8 @@ stated and a negated mention read like. The ``beyond`` experiment measures the g
 (docs/experiments.md). The sentences are built from the label's name, the same patterns for
 every label. Five CheXpert labels are categories whose names reports do not write ("Enlarged
 Cardiomediastinum", "Pleural Other"...); each of those is named by the phrases in ``NAMES``, which
-say what the category means, instead. "No Finding" gets none, since its name is a negation.
+say what the category means, instead; a finding a hospital defines is named by its phrases
+(:mod:`reportfed.text.findings`). "No Finding" gets none, since its name is a negation.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from itertools import product
 import numpy as np
 
 from reportfed.core.labels import LabelSpace
+from reportfed.text.findings import Findings
 
 #: sentences that state a finding, ``{}`` its name
 STATING = ("{}.", "There is {}.", "Findings consistent with {}.")
@@ -40,23 +42,38 @@ NAMES: dict[str, tuple[str, ...]] = {
 }
 
 
-def names(label: str) -> tuple[str, ...]:
-    """The phrases template sentences use for ``label``: ``NAMES``'s, else its name."""
+#: the most phrases of a hospital's finding that its template sentences use
+DEFINED_NAMES = 3
+
+
+def names(label: str, findings: Findings | None = None) -> tuple[str, ...]:
+    """The phrases template sentences use for ``label``: ``NAMES``'s; for a finding of
+    ``findings`` (a hospital's definitions) its first :data:`DEFINED_NAMES` phrases; else its
+    name."""
+    if findings is not None and label in findings:
+        phrases = findings.finding(label).phrases[:DEFINED_NAMES]
+        if phrases:
+            return tuple(" ".join(p.lower().split()) for p in phrases)
     return NAMES.get(label, (label.lower(),))
 
 
-def template_rows(labels: LabelSpace, of: LabelSpace | None = None) -> tuple[list[str], np.ndarray]:
+def template_rows(
+    labels: LabelSpace, of: LabelSpace | None = None, findings: Findings | None = None
+) -> tuple[list[str], np.ndarray]:
     """The template sentences of every label of ``of`` (default: of ``labels``) and their labels
     over ``labels``: 1 for the label a stating sentence names, 0 for every other entry but the
     ``UNSTATED`` labels of a negating sentence, which are not annotated (NaN): "No pneumothorax."
-    does not say whether anything else was found."""
+    does not say whether anything else was found. A finding of ``findings`` is named by its
+    phrases (:func:`names`)."""
     unstated = [j for j, name in enumerate(labels) if name in UNSTATED]
     texts: list[str] = []
     rows: list[np.ndarray] = []
     for j, name in enumerate(labels):
         if name in UNSTATED or (of is not None and name not in of):
             continue
-        for (patterns, value), finding in product(((STATING, 1.0), (NEGATING, 0.0)), names(name)):
+        for (patterns, value), finding in product(
+            ((STATING, 1.0), (NEGATING, 0.0)), names(name, findings)
+        ):
             for pattern in patterns:
                 sentence = pattern.format(finding)
                 texts.append(sentence[0].upper() + sentence[1:])

@@ -173,14 +173,17 @@ function csvField(value) {
   return /[",\n\r]/.test(value) ? '"' + value.replaceAll('"', '""') + '"' : value;
 }
 
-function download() {  // the corrected reports, a site table: id, report, every label's state
+// the corrected reports, a site table: id, report, every label's state and, in "Corrected", the
+// labels whose states the reader chose (the others are as labelled)
+function download() {
   const touched = [...new Set(Object.keys(CORRECTED).map(k => Number(k.split(":")[0])))]
     .sort((a, b) => a - b);
-  const lines = [["id", "Reports", ...DATA.labels].map(csvField).join(",")];
+  const lines = [["id", "Reports", ...DATA.labels, "Corrected"].map(csvField).join(",")];
   for (const i of touched) {
     const report = DATA.reports[i];
     const states = DATA.labels.map((_, c) => reading(report, c));
-    lines.push([report.id, report.text, ...states].map(csvField).join(","));
+    const corrected = DATA.labels.filter((_, c) => (i + ":" + c) in CORRECTED).join("; ");
+    lines.push([report.id, report.text, ...states, corrected].map(csvField).join(","));
   }
   const link = el("a");
   link.href = URL.createObjectURL(new Blob([lines.join("\r\n") + "\r\n"], {type: "text/csv"}));
