@@ -267,6 +267,7 @@ class ReportLabeler(ReportReader, BaseEstimator):
                 embed=embed,
                 texts=None if texts is None else [texts[i] for i in rows.tolist()],
                 findings=defined,
+                corrections=corrections,
             )
             sites[name] = replace(built, fit=rows[built.fit], val=rows[built.val])
             held[name] = {"rows": len(built.fit), "labels": list(own)}

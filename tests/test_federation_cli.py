@@ -90,6 +90,45 @@ def test_federation_run_trains_reports_and_says_where_image_runs_start(capsys) -
     assert "image federation is started with flwr run" in " ".join(shown.split())
 
 
+def test_federation_run_findings_reach_the_server_app_whole(tmp_path: Path) -> None:
+    """``federation run --findings FILE``: the file's definitions travel in the run config as
+    flwr run passes it (Flower's own parser of ``--run-config``), quotes and backslashes
+    whole, and the server holds a node to them."""
+    import json
+
+    from flwr.common.config import parse_config_args
+
+    from reportfed.cli import build_parser
+    from reportfed.cli.federation import _run_config
+    from reportfed.core.node import Description
+    from reportfed.flower.launch import run_command
+    from reportfed.flower.registry import Registry
+    from reportfed.text.findings import Findings, read_findings
+
+    from .conftest import ROOT
+
+    example = ROOT / "examples" / "findings.toml"
+    quoted = tmp_path / "quoted.toml"  # an apostrophe and a backslash in a pattern
+    quoted.write_text(
+        "[[finding]]\nname = \"Bochdalek's hernia\"\npatterns = ['bochdalek\\S* hernia']\n"
+    )
+    for path in (example, quoted):
+        args = build_parser().parse_args(["federation", "run", "--superlink", "h:1", "--insecure",
+                                          "--out", str(tmp_path / "o"), "--findings", str(path)])  # fmt: skip
+        command = run_command(_run_config(args))
+        sent = parse_config_args([command[command.index("--run-config") + 1]])
+        assert Findings.from_record(json.loads(sent["findings"])) == read_findings(path)
+    registry = Registry(fingerprint="f")
+    registry.require_findings(json.loads(sent["findings"]))
+    other = read_findings(example).record()
+    other["findings"][0]["name"] = "Bochdalek's hernia"
+    described = Description(
+        "n", LabelSpace(("Edema",)), "f", 4, 10, {"findings": json.dumps(other)}
+    )
+    registry._admit(1, described)
+    assert 'defines the finding "Bochdalek\'s hernia" otherwise' in registry.excluded[1]
+
+
 def test_a_port_already_in_use_is_refused_in_one_line(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     data = tmp_path / "site.csv"
     data.write_text("Reports,Cardiomegaly\nHeart is enlarged.,1\n")

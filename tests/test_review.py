@@ -199,7 +199,9 @@ def test_a_reader_corrects_states_keeps_them_and_trains_a_site_on_them(
                           "source=correction")  # fmt: skip
     assert console == [] and _shown(dom) == ["r4"]
     card = dom.split('<article data-id="r4"', 1)[1].split("</article>", 1)[0]
-    assert re.search(r"<td>Pneumonia</td><td>\+ 1 positive</td><td>[\d.]+</td><td>correction</td>", card)
+    assert re.search(
+        r"<td>Pneumonia</td><td>\+ 1 positive</td><td>[\d.]+</td><td>correction</td>", card
+    )
     # the model keeps the correction: the phrasing, never the report
     from reportfed.reader import ReportReader
 

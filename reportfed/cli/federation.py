@@ -299,7 +299,15 @@ def _run_config(args: argparse.Namespace) -> dict[str, schema.Scalar]:
     hyperparameters, from the flags."""
     from reportfed.flower.run_checks import check_run
 
-    settings = schema.from_args(RunSettings, args, out=str(Path(args.out).resolve()))
+    findings = ""
+    if args.findings:
+        from reportfed.text.findings import read_findings
+
+        # an apostrophe escaped, so that the text passes flwr run as a TOML literal string
+        record = json.dumps(read_findings(args.findings).record(), sort_keys=True)
+        findings = record.replace("'", "\\u0027")
+    out = str(Path(args.out).resolve())
+    settings = schema.from_args(RunSettings, args, out=out, findings=findings)
     config = schema.from_args(FederationConfig, args)
     check_run(config, settings)  # here, not in the server's log
     return {**schema.in_table("reports", schema.encode(config)), **schema.encode(settings)}
@@ -496,7 +504,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="seconds to wait for the server to accept connections (it may still be starting)",
     )
     schema.add_flags(p, FederationConfig, skip=FLOWER_DEFAULTS)  # fixed in a Flower run
-    schema.add_flags(p, RunSettings, skip=("modality",))  # it trains reports
+    schema.add_flags(p, RunSettings, skip=("modality", "findings"))  # it trains reports
+    p.add_argument(
+        "--findings",
+        default="",
+        help="a TOML file of findings (docs/labels.md) the federation defines as this file does: "
+        "a node that defines one of them otherwise is left out",
+    )
     p.set_defaults(**FLOWER_DEFAULTS)
     p.set_defaults(func=cmd_run)
 

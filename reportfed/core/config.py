@@ -225,3 +225,8 @@ class RunSettings:
     )
     dp_noise: float = setting(0.0, "DP noise multiplier (0 = off)")
     dp_clip: float = setting(1.0, "DP clipping norm of node updates")
+    findings: str = setting(
+        "",
+        "the findings the operator defines (JSON of a findings file's definitions: federation "
+        "run --findings FILE writes it): a node that defines one of them otherwise is left out",
+    )

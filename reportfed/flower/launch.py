@@ -36,13 +36,18 @@ T = TypeVar("T")
 
 
 def _toml_pairs(values: Mapping[str, Value]) -> str:
-    """``key=value`` pairs in TOML syntax, as ``--node-config`` and ``--run-config`` take them."""
+    """``key=value`` pairs in TOML syntax, as ``--node-config`` and ``--run-config`` take them
+    (a text with double quotes as a literal string, which Flower's parser keeps whole)."""
     parts = []
     for key, value in values.items():
         if isinstance(value, bool):
             text = "true" if value else "false"
         elif isinstance(value, int | float):
             text = repr(value)
+        elif '"' in str(value):  # Flower splits the pairs at a double quote inside "..."
+            if "'" in str(value) or "\n" in str(value):
+                raise ConfigError(f"{key}: a value with both kinds of quotes cannot be passed")
+            text = f"'{value}'"  # a TOML literal string, taken as it is
         else:
             text = json.dumps(str(value))  # a TOML basic string
         parts.append(f"{key}={text}")

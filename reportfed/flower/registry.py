@@ -9,6 +9,7 @@ import hashlib
 import json
 import time
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from logging import ERROR, INFO, WARNING
 from typing import Any
@@ -144,6 +145,14 @@ class Registry:
                 node_id, a.name, a.labels, len(self.members), settings, defines=defines
             )
             log(INFO, "registered node %r: %d rows, labels %s", a.name, a.rows, list(a.labels))
+
+    def require_findings(self, record: Mapping[str, Any]) -> None:
+        """Make the definitions of ``record`` (a findings file's, as
+        :meth:`~reportfed.text.findings.Findings.record` gives them: the operator's) the
+        federation's: a node that defines one of those findings otherwise is left out."""
+        self.findings |= {str(f["name"]): dict(f) for f in record["findings"]}
+        self.files.add(str(record["checksum"]))
+        log(INFO, "the operator's findings: %s", ", ".join(self.findings))
 
     def _clash(self, name: str, defined: list[dict[str, Any]]) -> str | None:
         """Why node ``name`` cannot join: a finding of those it ``defined`` defined otherwise

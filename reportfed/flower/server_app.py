@@ -17,6 +17,7 @@ saved round, numbering rounds on from it.
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict
 from logging import ERROR, INFO, WARNING
 from pathlib import Path
@@ -154,6 +155,8 @@ def _federate(grid: Grid, rc: dict[str, Any], settings: RunSettings, out: Path) 
         join_timeout=settings.join_timeout,
         secure=settings.secure_aggregation,
     )
+    if settings.findings:
+        strategy.registry.require_findings(json.loads(settings.findings))
     done = resumed[1] if resumed else 0
     if done >= config.rounds:
         log(

@@ -124,8 +124,10 @@ def read_lacked(
     embed: Callable[[Sequence[str]], np.ndarray] | None = None,
     site: str = "this site",
     findings: Findings | None = None,
+    corrections: Corrections | None = None,
 ) -> Reading:
-    """What the text rules read in ``texts`` (a site's reports) of every finding they can name
+    """What the text rules read in ``texts`` (a site's reports; the phrasings of ``corrections``
+    read as corrected) of every finding they can name
     that ``labels`` (the site's own) lack (of the lexicon and ``findings``, those the hospital
     defined), with each one's template rows embedded by ``embed``
     where given (see :func:`with_templates`). Reports in another language read as not
@@ -141,7 +143,8 @@ def read_lacked(
         )
     every = (*FINDINGS, *(findings.names if findings is not None else ()))
     lacked = LabelSpace(tuple(name for name in every if name not in labels))
-    return reading_of(lacked, read_labels(texts, list(lacked), findings), embed, findings)
+    found = read_labels(texts, list(lacked), findings, corrections)
+    return reading_of(lacked, found, embed, findings)
 
 
 def reading_of(

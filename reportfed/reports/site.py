@@ -34,6 +34,7 @@ from reportfed.reports.node import (
     read_lacked,
     with_templates,
 )
+from reportfed.text.corrections import Corrections
 from reportfed.text.findings import Findings
 
 Embed = Callable[[Sequence[str]], np.ndarray]
@@ -62,6 +63,7 @@ def build_site(
     texts: Sequence[str] | None = None,
     reading: Reading | None = None,
     findings: Findings | None = None,
+    corrections: Corrections | None = None,
 ) -> Site:
     """Site ``name`` of embedded rows ``x`` with labels ``y`` over ``labels`` (NaN = not
     annotated), made into its node as ``config`` says; the node's labels are in reportfed's
@@ -72,7 +74,8 @@ def build_site(
     draws them). ``embed`` embeds sentences as ``x`` was embedded, for the template rows
     (``config.templates``). Where
     ``config.read``, the node carries what the text rules read of the labels it lacks: read in
-    ``texts`` (every row's report; ``findings``: those the hospital defined, read too) or given
+    ``texts`` (every row's report; ``findings``: those the hospital defined, read too;
+    ``corrections``: phrasings read as corrected) or given
     as ``reading`` (read once elsewhere); with neither, it reads nothing.
     """
     if isinstance(split, tuple):
@@ -89,7 +92,12 @@ def build_site(
     if config.read:
         if reading is None and texts is not None:
             reading = read_lacked(
-                [texts[i] for i in fit], order, template_embed, site=name, findings=findings
+                [texts[i] for i in fit],
+                order,
+                template_embed,
+                site=name,
+                findings=findings,
+                corrections=corrections,
             )
         if reading is not None:
             node = replace(node, read=reading)
@@ -158,6 +166,7 @@ def load_report_node(
         embed=embed,
         texts=table.texts,
         findings=findings,
+        corrections=corrections,
     )
     return ReportAlgorithm(
         site.node,
