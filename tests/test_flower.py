@@ -406,6 +406,14 @@ def test_a_federated_model_labels_the_findings_its_nodes_defined(
     assert states["Hiatal hernia"].tolist() == [1.0, 0.0, -1.0]
     assert states["Aortic calcification"].tolist()[1:] == [1.0, 0.0]
     assert states["Atelectasis"].tolist()[2] == 1.0  # read as the reader corrected it
+    # label --help with that model: how it was trained, its findings' checksum, its corrections
+    with pytest.raises(SystemExit) as shown:
+        main(["label", "--model", str(model), "--help"])
+    assert shown.value.code == 0
+    help_text = capsys.readouterr().out
+    assert "round 2 of a federation of a, f" in help_text
+    assert f"reads findings defined in a file of SHA-256 {checksum}: " in help_text
+    assert "reads a corrected phrasing (1 report(s)): 'likely atelectasis' reads" in help_text
 
 
 def test_malformed_finding_definitions_leave_a_node_out() -> None:

@@ -203,6 +203,13 @@ def test_bash_block_runs_as_written(
         # the first command: the README's table of the example reports, written by the product
         expected = pd.read_csv(ROOT / "examples" / "labeled_reports.csv")
         pd.testing.assert_frame_equal(pd.read_csv(workspace / "labeled_reports.csv"), expected)
+    if "--findings examples/findings.toml" in script:
+        # docs/labels.md: the model reads the example's findings in four states, with evidence
+        states = pd.read_csv(workspace / "my_labels.csv").set_index("id")
+        assert states["Hiatal hernia"].tolist() == [1.0, 0.0, -1.0, 1.0]
+        assert states["Aortic calcification"].tolist() == [0.0, 1.0, -1.0, 1.0]
+        evidence = pd.read_csv(workspace / "my_evidence.csv", keep_default_na=False)
+        assert {"Hiatal hernia", "Aortic calcification"} <= set(evidence["label"])
     if "reportfed federation run" in script:
         assert (workspace / "federation" / "global.safetensors").is_file()
         labeled = pd.read_csv(workspace / "federated_labels.csv")

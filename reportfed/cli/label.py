@@ -15,7 +15,7 @@ from reportfed.cli.options import add_embedder_options, add_text_column, check_o
 from reportfed.core.errors import ReportfedError
 from reportfed.core.files import StagedTables
 from reportfed.pages.review import REVIEW_LIMIT, ReviewPage
-from reportfed.text.corrections import reading_of
+from reportfed.text.model_file import beyond_lexicon
 
 if TYPE_CHECKING:
     from reportfed.data.table import ReportTable
@@ -49,7 +49,7 @@ def cmd_label(args: argparse.Namespace) -> None:
     )
     if args.findings:
         _check_findings(args.findings, labeler.findings_)
-    for line in reading_of(labeler.provenance_):
+    for line in beyond_lexicon(labeler.provenance_):
         say(f"the model reads {line}")
     names = list(labeler.classes_)
     written = dict(paths)
@@ -110,6 +110,54 @@ def cmd_label(args: argparse.Namespace) -> None:
         say(f"review page: {args.review} ({len(page.reports):,} reports; open it in a browser)")
 
 
+class _HelpWithModel(argparse.Action):
+    """``--help``: the options, then the model's provenance (:func:`model_provenance`); a model
+    that cannot be read ends in one error line."""
+
+    def __init__(self, option_strings: list[str], dest: str, help: str | None = None) -> None:
+        super().__init__(option_strings, argparse.SUPPRESS, nargs=0, help=help)
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        parser.print_help()
+        try:
+            said = model_provenance(getattr(namespace, "model", None))
+        except ReportfedError as exc:
+            parser.exit(2, f"reportfed: error: {exc}\n")
+        print(f"\n{said}")
+        parser.exit()
+
+
+def model_provenance(model: str | None) -> str:
+    """How the model file ``model`` (``None``: the default model, where it is built) was trained:
+    its labels, embedder, who trained it, and what it reads beyond the lexicon."""
+    from reportfed.default_model import default_model_path
+    from reportfed.text.model_file import read_model
+
+    path = Path(model) if model else default_model_path()
+    if model is None and not path.is_file():
+        return "the default model is not built yet: the first `reportfed label` builds it"
+    read = read_model(path)
+    provenance = read.provenance
+    trained = f"  trained by reportfed {provenance.get('reportfed', '?')}"
+    if fed := provenance.get("federation"):
+        trained += f", round {fed['round']} of a federation of {', '.join(fed['nodes'])}"
+    lines = [
+        f"model {path}:",
+        f"  labels: {', '.join(read.state.labels)}",
+        f"  embedder: {read.embedder.get('fingerprint', '?')}, {read.granularity} granularity",
+        trained,
+    ]
+    beyond = beyond_lexicon(provenance)
+    lines += [f"  reads {line}" for line in beyond] or ["  reads the lexicon alone"]
+    return "\n".join(lines)
+
+
 def _check_findings(path: str, kept: Findings | None) -> None:
     """``--findings``: the definitions of ``path`` must be those the model was trained with
     (``kept``), which are the ones it labels with."""
@@ -153,6 +201,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "label",
         help="label reports: the CheXpert labeler's format (1 positive, 0 negated, -1 uncertain, "
         "blank not mentioned)",
+        add_help=False,
+    )
+    p.add_argument(
+        "-h",
+        "--help",
+        action=_HelpWithModel,
+        help="show this help and how the model was trained: the one --model names (given before "
+        "--help), else the default model where it is built",
     )
     p.add_argument(
         "--reports", required=True, help="CSV/Parquet with a text column, or headerless CSV"

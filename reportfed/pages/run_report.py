@@ -18,7 +18,7 @@ from typing import Any
 
 from reportfed.core.files import atomic_write
 from reportfed.pages import FEW_POSITIVES, render_page
-from reportfed.text.corrections import reading_of
+from reportfed.text.model_file import beyond_lexicon
 
 REPORT_FILE = "report.html"
 _COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b",
@@ -87,7 +87,7 @@ def render(history: Sequence[Mapping[str, Any]], provenance: Mapping[str, Any]) 
         ],
         lost=_lost(fed.get("lost", {}), fed.get("excluded", {})),
         settings=[[k, v] for k, v in provenance.get("config", {}).items()],
-        reading=reading_of(provenance),
+        reading=beyond_lexicon(provenance),
     )
 
 

@@ -32,7 +32,7 @@ _READ: dict[float, Assertion] = {1.0: "affirmed", 0.0: "negated", -1.0: "uncerta
 _STATES = frozenset(_READ.values())
 
 
-def words(text: str) -> str:
+def _words(text: str) -> str:
     """``text`` as a correction keys it: lower case, one space between words."""
     return " ".join(text.casefold().split())
 
@@ -132,7 +132,7 @@ class Corrections:
 
 
 def _key(m: Mention) -> tuple[str, str, str, Assertion]:
-    return m.label, words(m.text[m.span[0] : m.span[1]]), words(m.cue), m.assertion
+    return m.label, _words(m.text[m.span[0] : m.span[1]]), _words(m.cue), m.assertion
 
 
 def learn(
@@ -170,17 +170,3 @@ def learn(
         else:
             out[found.key] = (replace(first[0], reports=first[0].reports + 1), first[1])
     return Corrections(tuple(c for c, _ in out.values()))
-
-
-def reading_of(provenance: Mapping[str, Any]) -> list[str]:
-    """What a model's ``provenance`` says it reads beyond the lexicon, a line each: the findings
-    a hospital defined, with their file's SHA-256, and the phrasings its readers corrected."""
-    lines = []
-    if defined := provenance.get("findings"):
-        names = ", ".join(str(f["name"]) for f in defined["findings"])
-        files = defined.get("files", [defined["checksum"]])
-        where = "a file" if len(files) == 1 else f"{len(files)} files"
-        lines.append(f"findings defined in {where} of SHA-256 {', '.join(files)}: {names}")
-    for c in Corrections.from_record(provenance.get("corrections", [])).corrections:
-        lines.append(f"a corrected phrasing ({c.reports} report(s)): {c.describe()}")
-    return lines

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from reportfed.core.errors import ModelFileError, ReportfedError
 from reportfed.core.files import atomic_write
 from reportfed.core.labels import LabelSpace
 from reportfed.text.calibration import COEFFICIENTS as CALIBRATION_COEFFICIENTS
+from reportfed.text.corrections import Corrections
 
 FORMAT = "reportfed-model/4"
 #: formats :func:`read_model` reads: /2 stores the whole training config where /3 keeps the
@@ -149,3 +151,17 @@ def checksum(tensors: dict[str, np.ndarray], meta: dict[str, Any]) -> str:
     covered = {k: v for k, v in meta.items() if k != "checksum"}
     h.update(json.dumps(covered, sort_keys=True).encode())
     return h.hexdigest()
+
+
+def beyond_lexicon(provenance: Mapping[str, Any]) -> list[str]:
+    """What a model's ``provenance`` says it reads beyond the lexicon, a line each: the findings
+    a hospital defined, with their file's SHA-256, and the phrasings its readers corrected."""
+    lines = []
+    if defined := provenance.get("findings"):
+        names = ", ".join(str(f["name"]) for f in defined["findings"])
+        files = defined.get("files", [defined["checksum"]])
+        where = "a file" if len(files) == 1 else f"{len(files)} files"
+        lines.append(f"findings defined in {where} of SHA-256 {', '.join(files)}: {names}")
+    for c in Corrections.from_record(provenance.get("corrections", [])).corrections:
+        lines.append(f"a corrected phrasing ({c.reports} report(s)): {c.describe()}")
+    return lines
