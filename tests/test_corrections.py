@@ -96,3 +96,10 @@ def test_a_phrasing_corrected_two_ways_or_an_unknown_label_is_one_error(tmp_path
         read_table(path)
     assert main(["train", "--node", str(path), "--out", str(tmp_path / "m.safetensors")]) == 2
     assert not (tmp_path / "m.safetensors").exists()
+    # a defined finding's column, corrected, read without its file: the error says what to do
+    defined = (
+        "id,Reports,Edema,Hiatal hernia,Corrected\n"
+        "r1,Small hiatal hernia. No edema.,0,1,Hiatal hernia\n"
+    )
+    with pytest.raises(InputFileError, match=r"'Hiatal hernia' is not .* \(a finding your hosp"):
+        read_table(_download(tmp_path, defined))

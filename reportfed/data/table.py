@@ -469,9 +469,14 @@ def _corrected(
     for row, cell in enumerate(frame[CORRECTED_COLUMN].tolist()):
         for name in filter(None, (n.strip() for n in _cell(cell).split(";"))):
             if name.casefold() not in label_of:
+                hint = (
+                    " (a finding your hospital defines: train with its file, --findings)"
+                    if name in frame.columns
+                    else ""
+                )
                 raise InputFileError(
                     f"{path}: row {row + first_row}, column {CORRECTED_COLUMN!r}: {name!r} is "
-                    f"not one of the table's label columns {columns}"
+                    f"not one of the table's label columns {columns}{hint}"
                 )
             column, label = label_of[name.casefold()]
             value = _cell(frame[column].iloc[row])
