@@ -395,6 +395,26 @@ def defined_findings() -> str:
     return "\n".join(lines)
 
 
+def review_page() -> str:
+    """Seconds of each step on the review page by the reports it holds."""
+    found = _load("review_page")
+    lines = [
+        f"Measured on {_machine(found)}, Debian's chromium driven by Playwright, median of "
+        f"{found['repeat']} fresh browsers (`python benchmarks/review_page.py`):",
+        "",
+        "| reports | page (MB) | open (s) | a correction (s) | last page (s) | filter (s) | "
+        "reload, correction kept (s) |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for row in found["rows"]:
+        lines.append(
+            f"| {row['reports']:,} | {row['page_mb']:.1f} | {row['open_s']:.2f} | "
+            f"{row['correct_s']:.2f} | {row['last_page_s']:.2f} | {row['filter_s']:.2f} | "
+            f"{row['reload_s']:.2f} |"
+        )
+    return "\n".join(lines)
+
+
 def flower_dp() -> str:
     """What differential privacy cost a two-node Flower run (docs/federation.md)."""
     runs = json.loads((RESULTS / "flower_dp.json").read_text())
@@ -714,6 +734,7 @@ RENDERERS: dict[str, Callable[[], str]] = {
     "mimic_style": mimic_style,
     "evidence": evidence,
     "defined_findings": defined_findings,
+    "review_page": review_page,
     "flower_dp": flower_dp,
     "vision_steps": vision_steps,
     "mimic_corpus": mimic_corpus,
