@@ -303,9 +303,7 @@ def _run_config(args: argparse.Namespace) -> dict[str, schema.Scalar]:
     if args.findings:
         from reportfed.text.findings import read_findings
 
-        # an apostrophe escaped, so that the text passes flwr run as a TOML literal string
-        record = json.dumps(read_findings(args.findings).record(), sort_keys=True)
-        findings = record.replace("'", "\\u0027")
+        findings = json.dumps(read_findings(args.findings).record(), sort_keys=True)
     out = str(Path(args.out).resolve())
     settings = schema.from_args(RunSettings, args, out=out, findings=findings)
     config = schema.from_args(FederationConfig, args)

@@ -36,22 +36,25 @@ T = TypeVar("T")
 
 
 def _toml_pairs(values: Mapping[str, Value]) -> str:
-    """``key=value`` pairs in TOML syntax, as ``--node-config`` and ``--run-config`` take them
-    (a text with double quotes as a literal string, which Flower's parser keeps whole)."""
+    """``key=value`` pairs in TOML syntax, as ``--node-config`` and ``--run-config`` take them."""
     parts = []
     for key, value in values.items():
         if isinstance(value, bool):
             text = "true" if value else "false"
         elif isinstance(value, int | float):
             text = repr(value)
-        elif '"' in str(value):  # Flower splits the pairs at a double quote inside "..."
-            if "'" in str(value) or "\n" in str(value):
-                raise ConfigError(f"{key}: a value with both kinds of quotes cannot be passed")
-            text = f"'{value}'"  # a TOML literal string, taken as it is
         else:
-            text = json.dumps(str(value))  # a TOML basic string
+            text = _basic_string(str(value))
         parts.append(f"{key}={text}")
     return " ".join(parts)
+
+
+def _basic_string(value: str) -> str:
+    """``value`` as a TOML basic string without a double quote inside it: Flower's parser of
+    ``--run-config`` ends a value at the next ``"``, escaped or not, so a quote is written
+    ``\\u0022``; the other characters are escaped as JSON escapes them, which TOML reads alike."""
+    escaped = json.dumps(value, ensure_ascii=False)[1:-1].split("\\\\")
+    return '"' + "\\\\".join(part.replace('\\"', "\\u0022") for part in escaped) + '"'
 
 
 def _tls(insecure: bool, material: T | None) -> T | None:
