@@ -10,7 +10,6 @@ on precomputed embeddings.
 
 from __future__ import annotations
 
-import logging
 import math
 import warnings
 from collections.abc import Callable, Iterable, Sequence
@@ -39,8 +38,6 @@ from reportfed.text.findings import read_findings
 from reportfed.text.scoring import predict_state
 from reportfed.text.sentences import check_granularity
 from reportfed.text.states import report_mentions
-
-_log = logging.getLogger(__name__)
 
 
 class NotFitted(NotFittedError, ReportfedError):
@@ -183,8 +180,6 @@ class ReportLabeler(ReportReader, BaseEstimator):
         corrections = Corrections()
         for t in tables:
             learnt = learn(t.texts, t.ids, t.corrected, defined, t.source)
-            for c in learnt.corrections:
-                _log.info("%s: %s", Path(t.source).name, c.describe())
             corrections = corrections.merged(learnt, where=f"{t.source}: ")
         space = LabelSpace.union(t.label_space for t in tables)
         y = np.full((sum(len(t) for t in tables), len(space)), np.nan, dtype=np.float32)

@@ -11,7 +11,6 @@ trains once it knows the federation's labels (:func:`~reportfed.reports.node.wit
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
@@ -38,7 +37,6 @@ from reportfed.text.corrections import Corrections
 from reportfed.text.findings import Findings
 
 Embed = Callable[[Sequence[str]], np.ndarray]
-_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -145,8 +143,6 @@ def load_report_node(
     )
     warn_if_all_positive(name, table.labels, table.label_space)
     corrections = learn(table.texts, table.ids, table.corrected, findings, data)
-    for c in corrections.corrections:
-        _log.info("%s: %s", Path(data).name, c.describe())
     embedder = make_embedder(settings.embedder or run.embedder, base_url=settings.base_url or None)
     embed = partial(
         embed_reports,

@@ -17,8 +17,10 @@ as every other cell of the table does.
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -30,6 +32,7 @@ from reportfed.text.findings import Findings
 #: a four-state cell -> the mention's state it means (blank: the finding is not mentioned)
 _READ: dict[float, Assertion] = {1.0: "affirmed", 0.0: "negated", -1.0: "uncertain"}
 _STATES = frozenset(_READ.values())
+_log = logging.getLogger(__name__)
 
 
 def _words(text: str) -> str:
@@ -147,7 +150,7 @@ def learn(
     review page's download): where the rules read the label from a mention of the row's report
     in ``texts`` and the reader's state differs. ``findings``: those the hospital defined, read
     as the lexicon's. Two reports that correct one phrasing two ways are an error naming both
-    (by ``ids``; ``source``: the table)."""
+    (by ``ids``; ``source``: the table, which the log names beside each correction learnt)."""
     out: dict[tuple[str, str, str, Assertion], tuple[Correction, str]] = {}
     for (row, label), value in sorted(corrected.items()):
         mention = decisive_mentions(texts[row], [label], findings)[label]
@@ -169,4 +172,7 @@ def learn(
             )
         else:
             out[found.key] = (replace(first[0], reports=first[0].reports + 1), first[1])
-    return Corrections(tuple(c for c, _ in out.values()))
+    learnt = Corrections(tuple(c for c, _ in out.values()))
+    for c in learnt.corrections:
+        _log.info("%s: %s", Path(source).name, c.describe())
+    return learnt
