@@ -136,15 +136,26 @@ def rule_states(
     a finding of ``findings``; the phrasings of ``corrections`` read as corrected) in each
     report: 1.0 affirmed, 0.0 negated, -1.0 uncertain, NaN not mentioned, or every label NaN in
     a report in another language (:func:`other_language`), which the rules cannot read."""
+    return _rule_reading(texts, labels, findings, corrections)[0]
+
+
+def _rule_reading(
+    texts: Sequence[str],
+    labels: Sequence[str],
+    findings: Findings | None,
+    corrections: Corrections | None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`rule_states`, and which reports are in another language."""
     out = np.full((len(texts), len(labels)), np.nan, dtype=np.float32)
+    foreign = np.array([other_language(t) for t in texts], dtype=bool)
     for i, found in enumerate(report_mentions(texts, labels, findings, corrections)):
-        if other_language(texts[i]):
+        if foreign[i]:
             continue
         for c, name in enumerate(labels):
             mention = found[name]
             if mention is not None:
                 out[i, c] = _STATE[mention.assertion]
-    return out
+    return out, foreign
 
 
 def read_labels(
@@ -158,10 +169,10 @@ def read_labels(
     one negates it or none names it, NaN (not annotated) where the report hedges it or is in
     another language, as the CheXpert labeler's U-Ignore policy trains: on IU, hedged findings
     are mostly not indexed, and counting them positive halves Pneumonia's agreement with MeSH."""
-    states = rule_states(texts, labels, findings, corrections)
+    states, foreign = _rule_reading(texts, labels, findings, corrections)
     out = np.where(np.isnan(states), np.float32(0.0), states)
     out[states == -1.0] = np.nan
-    out[[other_language(t) for t in texts]] = np.nan  # says nothing: not 0
+    out[foreign] = np.nan  # says nothing: not 0
     return out
 
 
