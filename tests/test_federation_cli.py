@@ -323,6 +323,16 @@ def test_free_ports_lie_below_the_ports_outgoing_connections_take() -> None:
 
 
 @pytest.mark.slow
+def test_a_reset_is_a_tls_servers_answer_only_to_a_side_that_did_not_speak_tls() -> None:
+    from reportfed.flower.processes import connection_cause
+
+    said = "Connection attempt failed: [Errno 104] Connection reset by peer"
+    assert connection_cause(said, insecure=True) == connection_cause(
+        "Server disconnected without sending a response"
+    )
+    assert connection_cause(said) is None  # over TLS a reset says nothing known
+
+
 def test_a_node_that_cannot_reach_its_server_stops_in_bounded_time_naming_the_cause(
     tmp_path: Path,
 ) -> None:

@@ -277,7 +277,7 @@ def start_supernode(args: argparse.Namespace) -> None:
         raise RunFailedError(
             f"this node could not reach the server at {args.superlink} for "
             f"{args.connect_timeout:g} s (--connect-timeout): "
-            f"{connection_cause(reason) or reason or 'see the log above'}"
+            f"{connection_cause(reason, insecure=args.insecure) or reason or 'see the log above'}"
         )
     raise RunFailedError(f"the node stopped with exit status {status} (its log is above)")
 
