@@ -51,6 +51,8 @@ class LoopbackFederation:
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.port = free_port()
         self.address = f"127.0.0.1:{self.port}"
+        #: each node's runtime API port, by name
+        self.node_ports: dict[str, int] = {}
 
     def _spawn(self, name: str, cmd: list[str]) -> subprocess.Popen[bytes]:
         log = open(self.root / f"{name}.log", "wb")  # noqa: SIM115 - closed with the process
@@ -89,9 +91,10 @@ class LoopbackFederation:
         authenticates with ``key``; without one, a key is made and registered for it first."""
         if not self.insecure and key is None:
             key = self.register(name)
+        self.node_ports[name] = port = free_port()
         cmd = supernode_command(
             superlink=self.address,
-            port=free_port(),
+            port=port,
             node_config={"name": name, "data": str(data), **node_config},
             insecure=self.insecure,
             root_certificates=None if self.certificates is None else self.certificates.ca,

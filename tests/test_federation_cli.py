@@ -118,7 +118,7 @@ def test_federation_run_findings_reach_the_server_app_whole(tmp_path: Path) -> N
         command = run_command(_run_config(args))
         sent = parse_config_args([command[command.index("--run-config") + 1]])
         assert Findings.from_record(json.loads(sent["findings"])) == read_findings(path)
-    registry = Registry(fingerprint="f")
+    registry = Registry(fingerprint="f", dim=4)
     registry.require_findings(json.loads(sent["findings"]))
     other = read_findings(example).record()
     other["findings"][0]["name"] = "Bochdalek's hernia"

@@ -24,7 +24,7 @@ from reportfed.core import schema
 from reportfed.core.aggregation import Arrays, GlobalState
 from reportfed.core.config import FederationConfig
 from reportfed.core.labels import LabelSpace, canonical
-from reportfed.embed.weights import resolve_model_path
+from reportfed.embed.weights import declared_space, resolve_model_path
 from reportfed.flower import client_app, server_app
 from reportfed.flower.exchange import run_on_grid
 from reportfed.flower.strategy import SurgicalAggregation
@@ -38,6 +38,8 @@ from .direct_grid import DirectGrid
 from .flower_nodes import CONFIG, NODE_LABELS, UNION, assert_same, engine_state, run_config
 
 FLOWER = {"hidden": "32,16", "seed": 0, "evaluate-every": 0}
+#: the vector space the run declares (its default embedder's)
+MINILM = declared_space("minilm")
 
 
 def grid_with(tables: dict[str, Path], cache: Path, names: str = "abc", **run: Any) -> DirectGrid:
@@ -68,6 +70,8 @@ def run_strategy(
     answers at once, so the round timeout only bounds the wait for a dead node."""
     strategy = SurgicalAggregation(
         init_fn(config),
+        fingerprint=MINILM[0],
+        dim=MINILM[1],
         min_nodes=min_nodes,
         evaluate_every=evaluate_every,
         join_timeout=5,
@@ -213,9 +217,13 @@ def test_dead_node_keeps_its_labels_and_min_nodes_holds_the_model(
     assert_same(states[1], states[0])
 
 
-def test_node_with_another_embedder_is_excluded_with_a_clear_reason(
+def test_a_node_refuses_a_run_that_declares_another_embedder_naming_both(
     tables: dict[str, Path], embeddings_cache: Path, tmp_path: Path
 ) -> None:
+    """What a node embeds with is its own setting: a run that declares another embedder is
+    refused by the node, in one line that names both and none of the node's paths, and the run
+    goes on with the others (the server's own check, of the fingerprint a node reports, is
+    in ``test_hostile_member.py``)."""
     small = tmp_path / "d.csv"
     pd.read_csv(tables["a"]).head(20).to_csv(small, index=False)
     grid = grid_with(tables, embeddings_cache, names="ab")
@@ -225,8 +233,12 @@ def test_node_with_another_embedder_is_excluded_with_a_clear_reason(
          "embedder": "hf:" + resolve_model_path("minilm")},
     )  # fmt: skip
     strategy, _ = run_strategy(grid, 1)
-    assert "every node must use the same embedder" in strategy.registry.excluded[200]
-    assert "node 'd' embeds with hf-mean:" in strategy.registry.excluded[200]
+    refusals = [r.error.reason for r in grid.received if r.metadata.src_node_id == 200]
+    assert refusals and all(r == refusals[0] for r in refusals)
+    assert refusals[0] == (
+        "this node embeds with 'hf:.../model' and the run declares 'minilm': a node embeds only "
+        "with its own embedder (federation node --embedder), so it refuses the run"
+    )
     assert {m.name for m in strategy.registry.members.values()} == {"a", "b"}
 
 
@@ -422,7 +434,7 @@ def test_malformed_finding_definitions_leave_a_node_out() -> None:
     from reportfed.core.node import Description
     from reportfed.flower.registry import Registry
 
-    registry = Registry(fingerprint="f")
+    registry = Registry(fingerprint="f", dim=4)
     for node_id, sent in ((1, "not json"), (2, '{"findings": [1]}'), (3, '{"other": []}')):
         described = Description("n", LabelSpace(("Edema",)), "f", 4, 10, {"findings": sent})
         registry._admit(node_id, described)
@@ -444,7 +456,7 @@ def test_a_phrasing_two_nodes_correct_otherwise_leaves_the_second_out() -> None:
     from reportfed.flower.registry import Registry
     from reportfed.text.corrections import Correction, Corrections
 
-    registry = Registry(fingerprint="f")
+    registry = Registry(fingerprint="f", dim=4)
     for node_id, (name, state) in enumerate(
         (("a", "affirmed"), ("b", "affirmed"), ("c", "negated"))
     ):

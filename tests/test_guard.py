@@ -116,6 +116,64 @@ def test_a_run_whose_bundle_carries_code_is_refused_at_every_node(
     assert [p for g in groups for p in _warm_files().glob(f"node-{g}-*")] == []
 
 
+_ASK_FOR_A_TASK = """
+import sys
+from pathlib import Path
+from flwr.proto.runtime_pb2 import AcquireTaskRequest
+from flwr.supercore.constant import TaskType
+from reportfed.flower.guard import _runtime_client
+secret = Path(sys.argv[2]).read_bytes() if len(sys.argv) > 2 else None
+client = _runtime_client(sys.argv[1], "SuperExec", tries=1, secret=secret)
+try:
+    client.AcquireTask(AcquireTaskRequest(supported_task_types=[TaskType.CLIENT_APP]))
+except BaseException as exc:  # Flower's client interrupts itself on a 401
+    print("refused:", exc.__context__ or exc)
+else:
+    print("answered")
+"""
+
+
+@pytest.mark.slow
+def test_another_process_on_the_nodes_machine_cannot_take_its_tasks(
+    tmp_path: Path, tables: dict[str, Path], embeddings_cache: Path
+) -> None:
+    """The SuperNode's runtime API hands out the node's tasks only to a request signed with the
+    secret its guard holds (Flower's SuperExec authentication): a second local process that
+    asks for a task, as Flower's own SuperExec would, is refused; the guard's signature is
+    answered."""
+    import sys
+    import time
+
+    with LoopbackFederation(tmp_path) as cluster:
+        cluster.add_node("a", tables["a"], **{"cache-dir": str(embeddings_cache)})
+        deadline = time.monotonic() + 120
+        while "SuperNode ID:" not in cluster.log("node-a"):
+            assert time.monotonic() < deadline, cluster.log("node-a")[-3000:]
+            time.sleep(0.5)
+        address = f"127.0.0.1:{cluster.node_ports['a']}"
+        asked = subprocess.run([sys.executable, "-c", _ASK_FOR_A_TASK, address],
+                               capture_output=True, text=True, timeout=60)  # fmt: skip
+        assert asked.stdout.startswith("refused:"), asked.stdout + asked.stderr
+        assert "401 Unauthorized" in asked.stdout
+        group = cluster.procs["node-a"].pid
+        secrets = [p for p in _warm_files().glob("guard-*.secret") if _in_group(p, group)]
+        assert len(secrets) == 1 and secrets[0].stat().st_mode & 0o077 == 0
+        signed = subprocess.run([sys.executable, "-c", _ASK_FOR_A_TASK, address,
+                                 str(secrets[0])], capture_output=True, text=True, timeout=60)  # fmt: skip
+        assert signed.stdout.strip() == "answered", signed.stdout + signed.stderr
+    assert not secrets[0].exists(), "a stopped node leaves no secret behind"
+
+
+def _in_group(path: Path, group: int) -> bool:
+    import os
+
+    pid = int(path.stem.split("-")[1])
+    try:
+        return os.getpgid(pid) == group
+    except ProcessLookupError:
+        return False
+
+
 def _warm_files() -> Path:
     import os
     import tempfile

@@ -167,6 +167,9 @@ class _Images:
     def model_input(self, run: RunSettings) -> tuple[str, str]:
         return "image", "image"
 
+    def space(self, config: ImageFederationConfig, run: RunSettings) -> tuple[str, int]:
+        return fingerprint(config), config.image_size
+
     def node(
         self, settings: NodeSettings, config: ImageFederationConfig, run: Mapping[str, Any]
     ) -> ImageAlgorithm:

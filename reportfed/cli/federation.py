@@ -203,25 +203,25 @@ def _serve_behind_gateway(
         raise RunFailedError(f"the server stopped with exit status {status} (its log is above)")
 
 
-def _embed_once(texts: list[str], config: dict[str, schema.Scalar]) -> None:
-    """Embed the node's reports into its cache now, with its embedder at the run's default
-    granularity, so that the run's first message reads vectors instead of computing them (a
-    run with another embedder or granularity embeds on its first message)."""
-    from reportfed.embed import make_embedder
-    from reportfed.embed.granularity import embed_reports
+def _check_embedder(args: argparse.Namespace) -> None:
+    """Refuse, before anything starts, a node embedder that would send text off this machine or
+    download weights without ``--allow-remote-embedder`` (one line naming where)."""
+    from reportfed.embed import DEFAULT_EMBEDDER
+    from reportfed.embed.weights import resolve_model_path, split_spec
 
-    run = RunSettings()
-    embedder = make_embedder(
-        str(config["embedder"]) or run.embedder, base_url=str(config["base-url"]) or None
-    )
-    say(f"embedding the reports once into {config['cache-dir']}")
-    embed_reports(
-        texts,
-        embedder=embedder,
-        granularity=run.granularity,
-        cache_dir=str(config["cache-dir"]),
-        progress=True,
-    )
+    spec = args.embedder or DEFAULT_EMBEDDER
+    kind, model = split_spec(spec)
+    if args.allow_remote_embedder:
+        return
+    if kind == "openai":
+        from reportfed.embed import make_embedder
+
+        make_embedder(spec, base_url=args.base_url or None, remote=False)  # raises, naming it
+    if kind in ("st", "hf") and not Path(resolve_model_path(model)).is_dir():
+        say(
+            f"reportfed: warning: {model!r} is no folder on this machine: the node loads it from "
+            "the local Hugging Face cache alone (--allow-remote-embedder lets it download)"
+        )
 
 
 def start_supernode(args: argparse.Namespace) -> None:
@@ -234,6 +234,7 @@ def start_supernode(args: argparse.Namespace) -> None:
         connection_cause,
         supervise,
     )
+    from reportfed.text.findings import read_findings
 
     check_port_free(
         "127.0.0.1", args.port, "each node on one machine needs its own --port (default 9094)"
@@ -246,11 +247,16 @@ def start_supernode(args: argparse.Namespace) -> None:
         for warning in check_node_key(key):
             say(f"reportfed: warning: {warning}")
     config = node_config(args)
+    findings = read_findings(args.findings) if args.findings else None
     table = read_table(  # fail here, not inside Flower
-        str(config["data"]), require_labels=True, blank=args.blank, uncertain=args.uncertain
+        str(config["data"]),
+        aliases=findings.columns() if findings is not None else None,
+        require_labels=True,
+        blank=args.blank,
+        uncertain=args.uncertain,
     )
     say(f"{config['data']}: {len(table)} reports, labels {list(table.label_space)}")
-    _embed_once(table.texts, config)
+    _check_embedder(args)
     cmd = supernode_command(
         superlink=args.superlink,
         node_config=config,
@@ -267,9 +273,11 @@ def start_supernode(args: argparse.Namespace) -> None:
     if KEY_REFUSED in tail and key is not None:
         public = key.with_suffix(".pub")
         raise RunFailedError(
-            f"the server at {args.superlink} did not accept this node's key {key}: ask its "
-            f"operator to run `reportfed federation register {public.name} --name NAME` "
-            "with this hospital's public key"
+            f"the server at {args.superlink} did not activate this node's key {key}: either it "
+            f"is not registered (ask its operator to run `reportfed federation register "
+            f"{public.name} --name NAME` with this hospital's public key) or a node with this "
+            "key is online already (another `federation node` with it, or one stopped moments "
+            "ago: the server forgets it after its heartbeat lapses, then start again)"
         )
     if CONNECTION_FAILED in tail:
         said = tail.split(CONNECTION_FAILED, 1)[1].strip().splitlines()

@@ -144,8 +144,25 @@ class NodeSettings(SiteSettings):
         "", "this node's table: reports (or images) with label columns", private=True
     )
     name: str = setting("", "node name in logs and the model file (default: the table's stem)")
-    embedder: str = setting("", "embedder spec (default: the run's)")
+    embedder: str = setting(
+        "",
+        "embedder spec (default: minilm); a run that declares another is refused",
+    )
     base_url: str = setting("", "base URL of an OpenAI-compatible embedding API", private=True)
+    allow_remote_embedder: bool = setting(
+        False,
+        "let this node's own embedder send its sentences off this machine (openai:) or download "
+        "weights (a hub id not in the local cache); off: text and weights stay on the node",
+        private=True,
+    )
+    require_secure_aggregation: bool = setting(
+        False, "refuse every run that does not sum the nodes' updates under SecAgg+ masks"
+    )
+    min_others: int = setting(
+        0,
+        "refuse to train in a round the server says has fewer than this many other members "
+        "(a count the server reports: see docs/federation.md, What each party can do)",
+    )
     cache_dir: str = setting("", "embedding cache directory (default: reportfed's)", private=True)
     findings: str = setting(
         "",
@@ -167,6 +184,12 @@ class NodeSettings(SiteSettings):
         "loaded, not from a fresh process per message",
         private=True,
     )
+
+    def __post_init__(self) -> None:
+        """Refuse a held-out share outside [0, 1) and a negative count of other members."""
+        super().__post_init__()
+        if self.min_others < 0:
+            raise ConfigError(f"min_others must be an integer >= 0, got {self.min_others!r}")
 
 
 #: The paper's settings where the product's defaults differ (Shah et al.: 20 rounds of one local
@@ -215,9 +238,16 @@ class RunSettings:
         "seconds the server waits for --min-nodes nodes to connect, and a node has to answer its "
         "first message (it embeds its reports then)",
     )
-    embedder: str = setting("minilm", "embedder spec of every node without its own")
+    embedder: str = setting(
+        "minilm",
+        "the embedder every node must embed with: a node whose own differs refuses the run, and "
+        "the server reads the nodes' vector space from its files",
+    )
     granularity: Granularity = setting("sentence", GRANULARITY_HELP)
-    fingerprint: str = setting("", "embedder fingerprint every node must have ('': the commonest)")
+    fingerprint: str = setting(
+        "", "the fingerprint of that embedder's vectors ('': read from its files on the server)"
+    )
+    dim: int = setting(0, "the dimension of its vectors (0: read from its files on the server)")
     resume: bool = setting(True, "continue after the last round saved in the output directory")
     secure_aggregation: bool = setting(
         False,

@@ -2,6 +2,17 @@
 
 from __future__ import annotations
 
+import re
+
+#: an absolute path on this machine (``/...``, ``~/...``), not the path part of a URL
+_PATH = re.compile(r"(?<![\w./~])~?/(?!/)(?:[^\s'\"/,;()]+/)*([^\s'\"/,;()]*)")
+
+
+def without_paths(text: str) -> str:
+    """``text`` with every absolute path on this machine cut to its last part (``.../name``):
+    what a node tells the server of its failures names the file, never where it lies."""
+    return _PATH.sub(lambda m: f".../{m.group(1)}", text)
+
 
 class ReportfedError(Exception):
     """Base class of every error reportfed raises on bad input."""
@@ -33,6 +44,11 @@ class ConfigError(ReportfedError, ValueError):
 
 class ModelFileError(ReportfedError):
     """A model file that is truncated, corrupted, or made for another embedder."""
+
+
+class PolicyError(ReportfedError):
+    """Something a node's own settings forbid it to do for a run (another embedder, a run
+    without secure aggregation where it requires it): the node refuses, saying why."""
 
 
 class RunFailedError(ReportfedError):

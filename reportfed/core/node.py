@@ -99,7 +99,14 @@ class Modality(Protocol):
         """What a model file records about the input: (granularity, embedder spec)."""
         ...
 
+    def space(self, config: Any, run: RunSettings) -> tuple[str, int]:
+        """The fingerprint and dimension of the input every node of the run must have, as the
+        server reads them from the run (a :class:`~reportfed.core.errors.ConfigError` where it
+        cannot): the federation's, never a node's."""
+        ...
+
     def node(self, settings: NodeSettings, config: Any, run: Mapping[str, Any]) -> NodeAlgorithm:
         """The algorithm of a node with ``settings`` under hyperparameters ``config`` and the
-        run config ``run`` (its run-wide defaults, such as the embedder)."""
+        run config ``run`` (which the node checks against its own settings, such as the
+        embedder, and refuses where they differ)."""
         ...

@@ -34,6 +34,7 @@ from reportfed.core.errors import EmbeddingError, ReportfedError
 from reportfed.embed.base import Embedder
 from reportfed.embed.cache import EmbeddingCache, embed_texts
 from reportfed.embed.openai_api import OpenAIEmbedder
+from reportfed.embed.weights import split_spec
 
 DEFAULT_EMBEDDER = "minilm"
 #: how a sentence-transformers model is run (see the module docstring)
@@ -84,12 +85,19 @@ def make_embedder(
     base_url: str | None = None,
     precision: str | None = None,
     backend: str | None = None,
+    remote: bool = True,
 ) -> Embedder:
     """Build an embedder from a spec string, on ``backend`` in ``precision`` (see the module
-    docstring; ``None``: :func:`numerics`)."""
-    kind, _, rest = spec.partition(":")
-    if not rest:
-        kind, rest = "st", spec
+    docstring; ``None``: :func:`numerics`). ``remote=False`` keeps text and weights on this
+    machine: an API embedder is refused, and a model is loaded from local files and the local
+    cache alone, never downloaded (a federation node's default)."""
+    kind, rest = split_spec(spec)
+    if not remote and kind == "openai":
+        where = base_url or os.environ.get("OPENAI_BASE_URL") or "OpenAI's API"
+        raise EmbeddingError(
+            f"{spec!r} would send this hospital's sentences to {where}: a node does so only "
+            "when started with --allow-remote-embedder"
+        )
     backend, precision = numerics(backend, precision)
     if backend not in BACKENDS:
         raise EmbeddingError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
@@ -99,11 +107,13 @@ def make_embedder(
         raise EmbeddingError(
             f"the {backend} backend runs sentence-transformers models, not {spec!r}"
         )
-    kwargs = {"precision": precision} if precision else {}
+    kwargs: dict[str, object] = {"precision": precision} if precision else {}
+    if not remote:
+        kwargs["local_only"] = True
     if backend == "openvino":
         from reportfed.embed.openvino import OpenVinoEmbedder
 
-        return OpenVinoEmbedder(rest, **kwargs)  # type: ignore[arg-type]
+        return OpenVinoEmbedder(rest, precision=precision or "auto")  # type: ignore[arg-type]
     if backend.startswith("onnx"):
         from reportfed.embed.onnx import OnnxEmbedder
 

@@ -5,11 +5,30 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import cached_property
+from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from reportfed.embed.weights import canonical_model_name, resolve_model_path, weights_digest
+from reportfed.core.errors import EmbeddingError
+from reportfed.embed.weights import canonical_model_name, local_fingerprint, resolve_model_path
+
+
+def cached_model_path(model: str) -> str:
+    """The folder of hub model ``model`` in this machine's Hugging Face cache, found without
+    any request (the hub library's own loaders, even told to stay local, ask the hub for a list
+    of AI agents while they build their request headers); an :class:`EmbeddingError` where it
+    is not there."""
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    try:
+        return str(snapshot_download(model, local_files_only=True))
+    except (LocalEntryNotFoundError, ValueError):
+        raise EmbeddingError(
+            f"{model!r} is neither a folder on this machine nor in its Hugging Face cache, and "
+            "this node downloads weights only when started with --allow-remote-embedder"
+        ) from None
 
 
 @runtime_checkable
@@ -55,16 +74,22 @@ class LocalEmbedder:
 
     kind = ""
 
-    def __init__(self, model: str, *, numerics: str, batch_size: int, device: str) -> None:
+    def __init__(
+        self, model: str, *, numerics: str, batch_size: int, device: str, local_only: bool = False
+    ) -> None:
         self.device = device
         self.numerics = numerics  #: how the vectors are computed (e.g. fp32, bf16, onnx-int8)
         self.model_name = canonical_model_name(model)
         self.path = resolve_model_path(model)
         self.batch_size = batch_size
+        #: load the weights from this machine's files and cache alone, never from the hub
+        self.local_only = local_only
+        if local_only and not Path(self.path).is_dir():
+            self.path = cached_model_path(self.path)
 
     @cached_property
     def fingerprint(self) -> str:
-        return f"{self.kind}:{self.model_name}:{weights_digest(self.path)}{self._suffix()}"
+        return local_fingerprint(self.kind, self.model_name, self.path, self._suffix())
 
     @property
     def cache_key(self) -> str:

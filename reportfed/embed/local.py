@@ -11,6 +11,7 @@ import torch
 from reportfed.core.errors import EmbeddingError
 from reportfed.embed.base import LocalEmbedder, quiet_transformers
 from reportfed.embed.precision import Precision, precision_for
+from reportfed.embed.weights import HF_MAX_LENGTH
 
 _DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 
@@ -37,10 +38,14 @@ class SentenceTransformerEmbedder(LocalEmbedder):
         precision: Precision = "auto",
         batch_size: int = 64,
         device: str | None = None,
+        local_only: bool = False,
     ) -> None:
         device = _device(device)
         self.precision = precision_for(precision, device)
-        super().__init__(model, numerics=self.precision, batch_size=batch_size, device=device)
+        super().__init__(
+            model, numerics=self.precision, batch_size=batch_size, device=device,
+            local_only=local_only,
+        )  # fmt: skip
 
     @cached_property
     def _model(self):
@@ -49,7 +54,10 @@ class SentenceTransformerEmbedder(LocalEmbedder):
         quiet_transformers()
         try:
             return SentenceTransformer(
-                self.path, device=self.device, model_kwargs={"dtype": _DTYPES[self.precision]}
+                self.path,
+                device=self.device,
+                model_kwargs={"dtype": _DTYPES[self.precision]},
+                local_files_only=self.local_only,
             )
         except Exception as exc:  # OSError / HF errors when the path or hub id cannot be loaded
             raise EmbeddingError(
@@ -78,12 +86,16 @@ class HFMeanPoolEmbedder(LocalEmbedder):
         *,
         precision: Precision = "fp32",
         batch_size: int = 32,
-        max_length: int = 512,
+        max_length: int = HF_MAX_LENGTH,
         device: str | None = None,
+        local_only: bool = False,
     ) -> None:
         device = _device(device)
         self.precision = precision_for(precision, device)
-        super().__init__(model, numerics=self.precision, batch_size=batch_size, device=device)
+        super().__init__(
+            model, numerics=self.precision, batch_size=batch_size, device=device,
+            local_only=local_only,
+        )  # fmt: skip
         self.max_length = max_length
 
     @cached_property
@@ -92,8 +104,11 @@ class HFMeanPoolEmbedder(LocalEmbedder):
 
         quiet_transformers()
         try:
-            tokenizer = AutoTokenizer.from_pretrained(self.path)
-            model = AutoModel.from_pretrained(self.path, dtype=_DTYPES[self.precision])
+            local = self.local_only
+            tokenizer = AutoTokenizer.from_pretrained(self.path, local_files_only=local)
+            model = AutoModel.from_pretrained(
+                self.path, dtype=_DTYPES[self.precision], local_files_only=local
+            )
         except Exception as exc:
             raise EmbeddingError(
                 f"cannot load Hugging Face model {self.model_name!r}: {exc}"

@@ -36,9 +36,9 @@ from flwr.supercore.differential_privacy import KEY_CLIPPING_NORM
 
 from reportfed.core import schema
 from reportfed.core.aggregation import GlobalState
-from reportfed.core.errors import ReportfedError
+from reportfed.core.errors import ReportfedError, without_paths
 from reportfed.flower import secure
-from reportfed.flower.node_service import Answer, Request, answer
+from reportfed.flower.node_service import Answer, Request, answer, check_policy
 from reportfed.flower.wire import (
     ARRAYS,
     META,
@@ -81,15 +81,17 @@ def optional_clipping(msg: Message, context: Context, call_next: Any) -> Message
 
 def failing_in_one_line(msg: Message, context: Context, call_next: Any) -> Message:
     """A node that cannot answer for a reason of its own (its table gone or unreadable, another
-    embedder) logs one line and answers the message with that reason, which the server's round
-    line, history and model provenance name; other exceptions stay Flower's, with a traceback."""
+    embedder, a run its settings forbid) logs one line and answers the message with that reason
+    without the paths on its disk (:func:`~reportfed.core.errors.without_paths`), which the
+    server's round line, history and model provenance name; other exceptions stay Flower's,
+    with a traceback."""
     try:
         return call_next(msg, context)
     except ReportfedError as exc:
         log(ERROR, "this node cannot answer %s: %s", msg.metadata.message_type, exc)
-        return Message(
-            Error(code=ErrorCode.CLIENT_APP_RAISED_EXCEPTION, reason=str(exc)), reply_to=msg
-        )
+        reason = without_paths(str(exc))
+        return Message(Error(code=ErrorCode.CLIENT_APP_RAISED_EXCEPTION, reason=reason),
+                       reply_to=msg)  # fmt: skip
 
 
 app = ClientApp(mods=[failing_in_one_line, optional_clipping, secure.secure_mod])
@@ -97,7 +99,9 @@ app = ClientApp(mods=[failing_in_one_line, optional_clipping, secure.secure_mod]
 
 @app.query()
 def query(msg: Message, context: Context) -> Message:
-    """Describe this node: name, labels, fingerprint, input dimension, rows, table settings."""
+    """Describe this node: name, labels, fingerprint, input dimension, rows, table settings
+    (a run its settings forbid is refused first: :func:`check_policy`)."""
+    check_policy(dict(context.node_config), dict(context.run_config))
     found = ask("query", context)
     assert found.description is not None
     return reply(msg, description_records(found.description))
@@ -109,6 +113,7 @@ def train(msg: Message, context: Context) -> Message:
     aggregation, from the instructions SecAgg+ forwards, and back to it to be masked)."""
     masked = secure.carries_instructions(msg)
     state, meta = secure.unpack(msg) if masked else unpack(msg)
+    check_policy(dict(context.node_config), dict(context.run_config), dict(meta), masked=masked)
     found = ask("train", context, meta, state)
     update = found.update
     assert update is not None

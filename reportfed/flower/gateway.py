@@ -20,6 +20,7 @@ from pathlib import Path
 
 from reportfed.core.errors import ReportfedError
 from reportfed.core.files import atomic_write
+from reportfed.core.limits import MAX_REQUEST_BYTES
 from reportfed.flower.launch import OPERATOR_HOST
 from reportfed.flower.tls import Certificates
 
@@ -68,7 +69,15 @@ def gateway_config(
     """Write the gateway's ``nginx.conf`` into ``directory`` (its pid file and temporary files
     stay there too): TLS with ``certificates`` on ``host:port`` (plain HTTP without them),
     ``/v1/fleet/`` forwarded to the SuperLink on the loopback's ``upstream_port``, anything
-    else answered 403. The loopback hop is not verified: it never leaves this machine."""
+    else answered 403. The loopback hop is not verified: it never leaves this machine.
+
+    A request body may hold :data:`~reportfed.core.limits.MAX_REQUEST_BYTES` (the largest
+    update a run may produce); a larger one is answered 413 before it reaches Flower. Every
+    refused request (4xx, 5xx: a path other than the node API, a key the SuperLink does not
+    activate, a body too large) is logged on nginx's stderr, the server's log, with the address
+    it came from, which the SuperLink behind the gateway never sees. Paths are written absolute:
+    nginx reads relative ones against its own prefix, not the caller's folder."""
+    directory = directory.resolve()
     directory.mkdir(parents=True, exist_ok=True)
     directory.chmod(0o711)  # root's nginx workers run as nobody and need to enter it
     scheme = "http" if certificates is None else "https"
@@ -76,8 +85,8 @@ def gateway_config(
         ""
         if certificates is None
         else f"""
-        ssl_certificate {certificates.cert};
-        ssl_certificate_key {certificates.key};
+        ssl_certificate {certificates.cert.resolve()};
+        ssl_certificate_key {certificates.key.resolve()};
         ssl_protocols TLSv1.2 TLSv1.3;"""
     )
     temp = "\n".join(
@@ -92,15 +101,21 @@ events {{
     worker_connections 1024;
 }}
 http {{
-    access_log off;
     server_tokens off;
-    client_max_body_size 0;
+    client_max_body_size {MAX_REQUEST_BYTES};
+    map $status $refused {{
+        ~^[45] 1;
+        default 0;
+    }}
+    log_format refused 'reportfed gateway: refused $remote_addr: $request_method $uri $status';
+    access_log /dev/stderr refused if=$refused;
 {temp}
     server {{
         listen {_listen(host, port)}{"" if certificates is None else " ssl"};{tls}
         location {FLEET_PATH} {{
             proxy_pass {scheme}://{OPERATOR_HOST}:{upstream_port};
             proxy_http_version 1.1;
+            proxy_set_header X-Forwarded-For $remote_addr;
             proxy_request_buffering off;
             proxy_buffering off;
             proxy_read_timeout 3600s;

@@ -14,6 +14,16 @@ client, refuses a bundle that holds anything but reportfed's ``pyproject.toml`` 
 ``reportfed.flower.client_app.app`` on the others. A bundle is never unpacked, and nothing of it
 is imported. A refused run gets an error reply naming why, and the node's log says so.
 
+The SuperNode's runtime API (``127.0.0.1:PORT``, plain HTTP) would hand its tasks, and with
+them the global model and the right to answer as the node, to any process on the machine that
+asks. So the guard starts the SuperNode with Flower's SuperExec authentication: a random secret,
+in a file only this user can read, that the SuperNode requires of every request for a task
+(an HMAC over the request), which only the guard signs.
+
+The guard also waits for the SuperLink to activate the node (its key registered, no node with
+that key online) before it warms the node up, so a node that is refused learns it before it
+reads and embeds anything.
+
 ``python -m reportfed.flower.guard --runtime-api-address HOST:PORT -- flower-supernode ...``
 starts the SuperNode as its child (one process group: stopping the node stops both) and serves
 its tasks until it ends; :func:`reportfed.flower.launch.supernode_command` builds that command.
@@ -25,6 +35,7 @@ import argparse
 import io
 import logging
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -32,6 +43,7 @@ import threading
 import time
 import zipfile
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 if sys.version_info >= (3, 11):
@@ -39,7 +51,8 @@ if sys.version_info >= (3, 11):
 else:  # Flower depends on tomli where the standard library has no tomllib
     import tomli as tomllib
 
-from reportfed.flower.warm import prestart, remove_places
+from reportfed.core.errors import without_paths
+from reportfed.flower.warm import prestart, private_root, remove_places
 
 #: the files of reportfed's app bundle (``flower/app/``, as ``flwr run`` builds it)
 BUNDLE_FILES = frozenset({"pyproject.toml", ".info/CONTENT"})
@@ -47,6 +60,10 @@ BUNDLE_FILES = frozenset({"pyproject.toml", ".info/CONTENT"})
 CLIENTAPP = "reportfed.flower.client_app:app"
 #: seconds between asking the SuperNode for a task (Flower's SuperExec polls every second)
 POLL_S = 0.1
+#: what a SuperNode prints once the SuperLink has activated it
+ACTIVATED = "SuperNode ID:"
+#: the one runtime call that hands out tasks, which the SuperNode authenticates
+_ACQUIRE = "/flwr.proto.Runtime/AcquireTask"
 
 log = logging.getLogger("reportfed.node")
 
@@ -75,15 +92,22 @@ def check_bundle(content: bytes) -> str | None:
 
 
 def _runtime_client(
-    address: str, component: str, *, token: str | None = None, tries: int | None = None
+    address: str,
+    component: str,
+    *,
+    token: str | None = None,
+    tries: int | None = None,
+    secret: bytes | None = None,
 ) -> Any:
     """Flower's client of the SuperNode's runtime API at ``address`` (this machine's loopback,
-    plain HTTP) as ``component``: with ``token``, a task's; ``tries`` bounds each call's retries
-    (Flower's default: none)."""
+    plain HTTP) as ``component``: with ``token``, a task's; with ``secret``, the SuperExec's,
+    signing its requests for tasks; ``tries`` bounds each call's retries (Flower's default:
+    none)."""
     from flwr.supercore.interceptors import (
         RuntimeTokenHttpInterceptor,
         RuntimeVersionHttpInterceptor,
     )
+    from flwr.supercore.interceptors.http.superexec_auth import SuperExecAuthHttpInterceptor
     from flwr.supercore.retry import make_simple_http_retry_invoker
     from flwr.supercore.runtime import RuntimeHttpClient
 
@@ -92,6 +116,10 @@ def _runtime_client(
     interceptors: list[Any] = [RuntimeVersionHttpInterceptor(component_name=component)]
     if token is not None:
         interceptors.append(RuntimeTokenHttpInterceptor(token))
+    if secret is not None:
+        interceptors.append(
+            SuperExecAuthHttpInterceptor(master_secret=secret, protected_methods=[_ACQUIRE])
+        )
     return RuntimeHttpClient.from_server_address(
         server_address=address, insecure=True, root_certificates=None,
         interceptors=interceptors, retry_invoker=retry,
@@ -130,17 +158,19 @@ def answer_task(address: str, token: str) -> None:
             from reportfed.flower.client_app import app
 
             started = time.monotonic()
+            kind = message.metadata.message_type
             try:
                 reply = app(message=message, context=context)
                 status, details = SubStatus.COMPLETED, ""
-                log.info(
-                    "run %s: answered its %s message in %.1f s",
-                    run.run_id,
-                    message.metadata.message_type,
-                    time.monotonic() - started,
-                )
+                seconds = time.monotonic() - started
+                if reply.has_error():
+                    log.error("run %s: answered its %s message with an error in %.1f s: %s",
+                              run.run_id, kind, seconds, reply.error.reason)  # fmt: skip
+                else:
+                    log.info("run %s: answered its %s message in %.1f s", run.run_id, kind,
+                             seconds)  # fmt: skip
             except Exception as exc:  # the ClientApp's failure goes back as Flower's would
-                details = f"{type(exc).__name__}: {exc}"
+                details = without_paths(f"{type(exc).__name__}: {exc}")
                 log.exception("the ClientApp raised an exception")
                 reply = Message(Error(code=ErrorCode.CLIENT_APP_RAISED_EXCEPTION, reason=details),
                                 reply_to=message)  # fmt: skip
@@ -151,14 +181,14 @@ def answer_task(address: str, token: str) -> None:
         client.close()
 
 
-def serve(address: str, supernode: subprocess.Popen[bytes]) -> int:
-    """Answer the tasks of the SuperNode at ``address`` one at a time until it ends; returns
-    its exit status."""
+def serve(address: str, supernode: subprocess.Popen[str], secret: bytes) -> int:
+    """Answer the tasks of the SuperNode at ``address`` one at a time until it ends, asking
+    for them with the SuperExec ``secret`` it was started with; returns its exit status."""
     from flwr.proto.runtime_pb2 import AcquireTaskRequest
     from flwr.supercore.constant import TaskType
 
     # one try a call: this loop asks again, and stops when the SuperNode has ended
-    client = _runtime_client(address, "SuperExec", tries=1)
+    client = _runtime_client(address, "SuperExec", tries=1, secret=secret)
     request = AcquireTaskRequest(supported_task_types=[TaskType.CLIENT_APP])
     try:
         while supernode.poll() is None:
@@ -189,11 +219,39 @@ def _node_config(command: Sequence[str]) -> dict[str, object] | None:
     return dict(parse_config_args([command[list(command).index("--node-config") + 1]]))
 
 
-def _prestart(node_config: dict[str, object]) -> None:
+def _prestart(node_config: dict[str, object], activated: threading.Event) -> None:
+    """Warm the node up (:func:`~reportfed.flower.warm.prestart`: read and embed its table)
+    once the SuperLink has activated it, never before."""
+    activated.wait()
+    log.info("the server accepted this node; reading and embedding its reports")
     try:
         prestart(node_config)
     except Exception as exc:  # the run's first message tries again and says why
         log.warning("could not warm the node up before a run: %s", " ".join(str(exc).split()))
+    else:
+        log.info("ready for a run")
+
+
+def _relay(supernode: subprocess.Popen[str], activated: threading.Event) -> None:
+    """Pass the SuperNode's output on, line by line, and set ``activated`` when it says the
+    SuperLink activated it."""
+    assert supernode.stdout is not None
+    for line in supernode.stdout:
+        sys.stdout.write(line)
+        sys.stdout.flush()
+        if ACTIVATED in line:
+            activated.set()
+
+
+def _secret_file() -> Path:
+    """A new random SuperExec secret in a file only this user can read, in this user's folder
+    of node files (:func:`~reportfed.flower.warm.private_root`)."""
+    path = private_root() / f"guard-{os.getpid()}.secret"
+    path.unlink(missing_ok=True)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "wb") as handle:
+        handle.write(secrets.token_bytes(32))
+    return path
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -214,16 +272,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, end)
     remove_places()  # what nodes killed before they could clean up left
-    supernode = subprocess.Popen(command)
+    secret = _secret_file()
+    command = [*command, "--superexec-auth-secret-file", str(secret)]
+    supernode = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace"
+    )
+    activated = threading.Event()
+    threading.Thread(target=_relay, args=(supernode, activated), daemon=True).start()
     node_config = _node_config(command)
     if node_config is not None:  # warm the node up while it waits for a run
-        threading.Thread(target=_prestart, args=(node_config,), daemon=True).start()
+        threading.Thread(target=_prestart, args=(node_config, activated), daemon=True).start()
     try:
-        return serve(args.runtime_api_address, supernode)
+        return serve(args.runtime_api_address, supernode, secret.read_bytes())
     finally:
         if supernode.poll() is None:
             supernode.terminate()
             supernode.wait()
+        secret.unlink(missing_ok=True)
         remove_places(os.getpgrp())
 
 

@@ -18,8 +18,8 @@ from typing import Any
 
 from reportfed.core import schema
 from reportfed.core.aggregation import Arrays, GlobalState, NodeUpdate
-from reportfed.core.config import NodeSettings
-from reportfed.core.errors import InputFileError
+from reportfed.core.config import NodeSettings, RunSettings
+from reportfed.core.errors import InputFileError, PolicyError
 from reportfed.core.files import file_signature
 from reportfed.core.node import Description, Evaluation, NodeAlgorithm
 
@@ -63,6 +63,38 @@ def node_settings(node_config: dict[str, Any], run_config: dict[str, Any]) -> No
     if not settings.data and "partition-id" in node_config and partitions:
         settings = replace(settings, data=partitions[int(node_config["partition-id"])])
     return settings
+
+
+def check_policy(
+    node_config: dict[str, Any],
+    run_config: dict[str, Any],
+    meta: dict[str, Any] | None = None,
+    *,
+    masked: bool = False,
+) -> None:
+    """Refuse (a :class:`~reportfed.core.errors.ReportfedError`) what the node's own settings
+    forbid: a run without secure aggregation, or a plain update asked of it, where the node
+    requires secure aggregation; training in a round whose members (``meta["members"]``, as the
+    server counts them) leave fewer other members than the node requires."""
+    settings = schema.decode(NodeSettings, node_config)
+    if settings.require_secure_aggregation:
+        if not schema.decode(RunSettings, run_config).secure_aggregation:
+            raise PolicyError(
+                "this node requires secure aggregation (--require-secure-aggregation) and the "
+                "run does not sum the nodes' updates under SecAgg+ masks: it refuses the run"
+            )
+        if meta is not None and not masked:
+            raise PolicyError(
+                "this node requires secure aggregation and was asked for a plain update: it "
+                "refuses to send one"
+            )
+    if meta is not None and settings.min_others:
+        others = int(meta.get("members", 0)) - 1
+        if others < settings.min_others:
+            raise PolicyError(
+                f"this node trains only beside {settings.min_others} other members "
+                f"(--min-others) and the server counts {max(others, 0)}: it sends no update"
+            )
 
 
 def evaluation_metrics(evaluation: Evaluation) -> tuple[list[str], dict[str, Any]]:

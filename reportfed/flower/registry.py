@@ -1,14 +1,19 @@
 """Which Flower nodes belong to the federation: the handshake (message type ``query``) that asks a
 node for its name, labels, embedder fingerprint, input dimension and rows, and the rules that
-exclude a node (another embedder or dimension, a taken name, no labels, a finding defined or a
-phrasing corrected otherwise than by a member), each with its reason."""
+exclude a node (another embedder or dimension, a taken name, no labels, too many, a finding
+defined or a phrasing corrected otherwise than by a member, definitions no file could hold),
+each with its reason.
+
+No member decides for the others: the embedder fingerprint and input dimension are the run's
+(:attr:`Registry.fingerprint`, :attr:`Registry.dim`: the server reads them from the embedder the
+run declares), so a node that says otherwise is the one left out, and every value a handshake
+carries is bounded (:func:`reportfed.flower.wire.read_description`) before it is used."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import time
-from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from logging import ERROR, INFO, WARNING
@@ -20,23 +25,27 @@ from flwr.supercore import log
 
 from reportfed.core.errors import InputFileError, LabelError, RunFailedError
 from reportfed.core.labels import LabelSpace
+from reportfed.core.limits import MAX_LABELS
 from reportfed.core.node import Description
 from reportfed.core.schema import Scalar
 from reportfed.flower.exchange import exchange
 from reportfed.flower.wire import META, read_description
 from reportfed.text.corrections import Corrections
+from reportfed.text.findings import Findings
 
 
 @dataclass
 class Member:
     """A registered node: its Flower id, name, the labels it annotates, index (the order of
-    registration, which seeds its local training), how it read its table, and the labels it
+    registration, which seeds its local training), the training rows it declared, how it read
+    its table, and the labels it
     trains from what the text rules read in its reports (``reads``, known from its updates)."""
 
     node_id: int
     name: str
     labels: LabelSpace
     index: int
+    rows: int = 0
     settings: dict[str, Scalar] = field(default_factory=dict)
     reads: LabelSpace = field(default_factory=lambda: LabelSpace(()))
     #: the findings it defined (:mod:`reportfed.text.findings`), which it reads where it lacks them
@@ -45,13 +54,14 @@ class Member:
 
 @dataclass
 class Registry:
-    """The federation's members and excluded nodes. ``fingerprint`` is the embedder every member
-    must have (``None``: the most common one among the first nodes to answer); ``join_timeout``
-    the seconds a new node has to answer its query (it reads and embeds its reports then)."""
+    """The federation's members and excluded nodes. ``fingerprint`` and ``dim`` are the vector
+    space every member must embed into and its dimension, the run's (never a member's);
+    ``join_timeout`` the seconds a new node has to answer its query (it reads and embeds its
+    reports then)."""
 
-    fingerprint: str | None = None
+    fingerprint: str
+    dim: int
     join_timeout: float = 600.0
-    dim: int | None = None
     members: dict[int, Member] = field(default_factory=dict)
     excluded: dict[int, str] = field(default_factory=dict)
     #: the findings the members defined, by name (:mod:`reportfed.text.findings`): one
@@ -96,62 +106,65 @@ class Registry:
             except (KeyError, TypeError, ValueError, LabelError) as exc:
                 self.exclude(node_id, f"malformed query reply ({exc})")
         answers.sort(key=lambda a: a[1].name)
-        if self.fingerprint is None and answers:
-            self.fingerprint = Counter(a.fingerprint for _, a in answers).most_common(1)[0][0]
-            log(INFO, "federation embedder fingerprint: %s", self.fingerprint)
         for node_id, answer in answers:
             self._admit(node_id, answer)
 
     def _admit(self, node_id: int, a: Description) -> None:
-        try:
-            defined, checksum = _defined(a)
-        except (ValueError, KeyError, TypeError) as exc:
-            self.exclude(node_id, f"node {a.name!r} sent malformed finding definitions ({exc})")
+        why = self._refusal(a)
+        if why is not None:
+            self.exclude(node_id, why)
             return
-        try:
-            corrected = Corrections.from_record(
-                json.loads(str(a.settings.get("corrections", "[]")))
-            )
-        except (ValueError, KeyError, TypeError) as exc:
-            self.exclude(node_id, f"node {a.name!r} sent malformed corrections ({exc})")
-            return
-        try:
-            corrections = self.corrections.merged(corrected, where=f"node {a.name!r}: ")
-        except InputFileError as exc:
-            self.exclude(node_id, str(exc))
-            return
+        defined, checksum = _defined(a)  # read without error by _refusal
+        self.findings |= {f["name"]: f for f in defined}
+        self.files |= {checksum} if checksum else set()
+        self.corrections = self.corrections.merged(_corrected(a))
+        settings = {k: v for k, v in a.settings.items() if k not in ("findings", "corrections")}
+        defines = tuple(f["name"] for f in defined)
+        self.members[node_id] = Member(
+            node_id, a.name, a.labels, len(self.members), a.rows, settings, defines=defines
+        )
+        log(INFO, "registered node %r: %d rows, labels %s", a.name, a.rows, list(a.labels))
+
+    def _refusal(self, a: Description) -> str | None:
+        """Why the node described by ``a`` cannot join (``None``: it can)."""
         if a.fingerprint != self.fingerprint:
-            self.exclude(
-                node_id,
-                f"node {a.name!r} embeds with {a.fingerprint}, the federation with "
-                f"{self.fingerprint}; every node must use the same embedder",
+            return (
+                f"node {a.name!r} embeds with {a.fingerprint}, the run with {self.fingerprint}; "
+                "every node must use the run's embedder"
             )
-        elif self.dim is not None and a.dim != self.dim:
-            self.exclude(node_id, f"node {a.name!r} has input dim {a.dim}, not {self.dim}")
-        elif a.name in {m.name for m in self.members.values()}:
-            self.exclude(node_id, f"node name {a.name!r} is already taken")
-        elif not a.labels:
-            self.exclude(node_id, f"node {a.name!r} has no labels")
-        elif (clash := self._clash(a.name, defined)) is not None:
-            self.exclude(node_id, clash)
-        else:
-            self.findings |= {f["name"]: f for f in defined}
-            self.files |= {checksum} if checksum else set()
-            self.corrections = corrections
-            self.dim = a.dim
-            settings = {k: v for k, v in a.settings.items() if k not in ("findings", "corrections")}
-            defines = tuple(f["name"] for f in defined)
-            self.members[node_id] = Member(
-                node_id, a.name, a.labels, len(self.members), settings, defines=defines
+        if a.dim != self.dim:
+            return (
+                f"node {a.name!r} says its input dimension is {a.dim}, but the run's embedder "
+                f"{self.fingerprint} has {self.dim}"
             )
-            log(INFO, "registered node %r: %d rows, labels %s", a.name, a.rows, list(a.labels))
+        if a.name in {m.name for m in self.members.values()}:
+            return f"node name {a.name!r} is already taken"
+        if not a.labels:
+            return f"node {a.name!r} has no labels"
+        union = LabelSpace.union([a.labels, *(m.labels for m in self.members.values())])
+        if len(union) > MAX_LABELS:
+            return f"node {a.name!r} would grow the model beyond {MAX_LABELS} labels"
+        try:
+            defined, _ = _defined(a)
+        except (ValueError, KeyError, TypeError, InputFileError) as exc:
+            return f"node {a.name!r} sent malformed finding definitions ({exc})"
+        try:
+            corrected = _corrected(a)
+        except (ValueError, KeyError, TypeError) as exc:
+            return f"node {a.name!r} sent malformed corrections ({exc})"
+        try:
+            self.corrections.merged(corrected, where=f"node {a.name!r}: ")
+        except InputFileError as exc:
+            return str(exc)
+        return self._clash(a.name, defined)
 
     def require_findings(self, record: Mapping[str, Any]) -> None:
         """Make the definitions of ``record`` (a findings file's, as
         :meth:`~reportfed.text.findings.Findings.record` gives them: the operator's) the
         federation's: a node that defines one of those findings otherwise is left out."""
-        self.findings |= {str(f["name"]): dict(f) for f in record["findings"]}
-        self.files.add(str(record["checksum"]))
+        defined, checksum = _as_sent(Findings.from_record(record, origin="the run's findings"))
+        self.findings |= {f["name"]: f for f in defined}
+        self.files.add(checksum)
         log(INFO, "the operator's findings: %s", ", ".join(self.findings))
 
     def _clash(self, name: str, defined: list[dict[str, Any]]) -> str | None:
@@ -196,15 +209,28 @@ class Registry:
 
 def _defined(a: Description) -> tuple[list[dict[str, Any]], str]:
     """The findings node ``a`` defines, as its handshake carries them, and their file's
-    SHA-256 (``ValueError``, ``KeyError`` or ``TypeError`` where they are malformed)."""
+    SHA-256, checked as a findings file is (:meth:`Findings.from_record`; an
+    :class:`InputFileError`, ``ValueError``, ``KeyError`` or ``TypeError`` where they are
+    malformed)."""
     record = a.settings.get("findings")
     if not record:
         return [], ""
     sent = json.loads(str(record))
-    defined = list(sent["findings"])
-    if not all(isinstance(f, dict) and isinstance(f["name"], str) for f in defined):
-        raise ValueError("each finding must be a table with a name")
-    checksum = sent.get("checksum", "")
-    if not isinstance(checksum, str):
-        raise ValueError("the file's checksum must be text")
-    return defined, checksum
+    if not isinstance(sent, dict):
+        raise ValueError("definitions must be a table")
+    return _as_sent(Findings.from_record(sent, origin="its definitions"))
+
+
+def _as_sent(findings: Findings) -> tuple[list[dict[str, Any]], str]:
+    """``findings`` as plain JSON values (lists, not tuples), which compare alike whoever sent
+    them, and their checksum."""
+    record = json.loads(json.dumps(findings.record()))
+    return record["findings"], record["checksum"]
+
+
+def _corrected(a: Description) -> Corrections:
+    """The phrasings node ``a``'s readers corrected, as its handshake carries them."""
+    sent = json.loads(str(a.settings.get("corrections", "[]")))
+    if not isinstance(sent, list) or not all(isinstance(c, dict) for c in sent):
+        raise ValueError("corrections must be a list of tables")
+    return Corrections.from_record(sent)

@@ -86,8 +86,11 @@ def secure_mod(msg: Message, context: Context, call_next: Any) -> Message:
 
 
 def carries_instructions(msg: Message) -> bool:
-    """Whether ``msg`` is the train message of a secure round (the instructions SecAgg+ carries)."""
-    return FITINS_CONFIG in msg.content.config_records
+    """Whether ``msg`` is the train message of a secure round: the instructions SecAgg+ carries,
+    in a message that came through its stages (:func:`secure_mod`), so that what the node
+    answers is masked before it leaves."""
+    records = msg.content.config_records
+    return FITINS_CONFIG in records and RECORD_KEY_CONFIGS in records
 
 
 def unpack(msg: Message) -> tuple[GlobalState, ConfigRecord]:

@@ -35,6 +35,7 @@ from reportfed.core.config import FLOWER_DEFAULTS, RunSettings
 from reportfed.core.errors import ConfigError, ReportfedError
 from reportfed.core.files import atomic_write
 from reportfed.core.labels import LabelSpace
+from reportfed.core.limits import MAX_DIM, MAX_LABELS, MAX_REQUEST_BYTES, update_bytes
 from reportfed.core.node import Modality
 from reportfed.flower.exchange import Traffic, run_on_grid
 from reportfed.flower.history import RunHistory
@@ -100,14 +101,16 @@ def _save(
     write_report(out / REPORT_FILE, strategy.history.entries, model.provenance)
 
 
-def _resume(out: Path) -> tuple[GlobalState, int, str, RunHistory] | None:
+def _resume(out: Path) -> tuple[GlobalState, int, tuple[str, int], RunHistory] | None:
+    """The checkpoint in ``out``: its global model, last round, vector space and history."""
     path = out / MODEL_FILE
     if not path.is_file():
         return None
     model = read_model(path)
     done = int(model.provenance.get("federation", {}).get("round", 0))
     history = RunHistory.load(out / HISTORY_FILE, up_to=done)
-    return model.state, done, str(model.embedder["fingerprint"]), history
+    space = (str(model.embedder["fingerprint"]), int(model.embedder["dim"]))
+    return model.state, done, space, history
 
 
 app = ServerApp()
@@ -130,6 +133,24 @@ def main(grid: Grid, context: Context) -> None:
         atomic_write(out / FAILURE_FILE, str(exc).encode())
 
 
+def _check_space(dim: int, config: Any) -> None:
+    """Refuse a vector space beyond :data:`~reportfed.core.limits.MAX_DIM`, and a report
+    model whose largest update would not pass the nodes' gateway
+    (:data:`~reportfed.core.limits.MAX_REQUEST_BYTES`)."""
+    if not 1 <= dim <= MAX_DIM:
+        raise ConfigError(f"the run's input dimension must be in [1, {MAX_DIM}], got {dim}")
+    hidden = getattr(config, "hidden", None)
+    if hidden is None:
+        return
+    largest = update_bytes(dim, MAX_LABELS, hidden, skip=getattr(config, "skip", False))
+    if largest > MAX_REQUEST_BYTES:
+        raise ConfigError(
+            f"hidden = {','.join(map(str, hidden))} at input dimension {dim} makes updates of up "
+            f"to {largest / 2**20:.0f} MiB, beyond the {MAX_REQUEST_BYTES >> 20} MiB the nodes' "
+            "gateway passes: choose narrower layers"
+        )
+
+
 def _federate(grid: Grid, rc: dict[str, Any], settings: RunSettings, out: Path) -> None:
     """Register the nodes, run the remaining rounds of run config ``rc`` (its ``settings``) and
     save the global model into ``out`` after each."""
@@ -146,10 +167,14 @@ def _federate(grid: Grid, rc: dict[str, Any], settings: RunSettings, out: Path) 
         return kind.initial_arrays(config, dim, labels)
 
     resumed = _resume(out) if settings.resume else None
+    fingerprint, dim = resumed[2] if resumed else kind.space(config, settings)
+    _check_space(dim, config)
+    log(INFO, "the nodes' vector space: %s, %d dimensions", fingerprint, dim)
     strategy = SurgicalAggregation(
         init_fn,
+        fingerprint=fingerprint,
+        dim=dim,
         min_nodes=settings.min_nodes,
-        fingerprint=(resumed[2] if resumed else settings.fingerprint) or None,
         options=config,
         evaluate_every=settings.evaluate_every,
         join_timeout=settings.join_timeout,

@@ -48,8 +48,9 @@ from reportfed.core.aggregation import (
     node_arrays,
     unflatten,
 )
-from reportfed.core.errors import ConfigError, RunFailedError
+from reportfed.core.errors import ConfigError, LabelError, RunFailedError
 from reportfed.core.labels import LabelSpace
+from reportfed.core.limits import MAX_LABELS, MAX_ROWS, bounded_int, bounded_name
 from reportfed.core.server import ServerOptions, StepResult, SurgicalServer
 from reportfed.flower.history import RunHistory
 from reportfed.flower.registry import Registry
@@ -81,12 +82,12 @@ class SurgicalAggregation(Strategy):
     ----------
     init_fn:
         ``init_fn(input_dim, labels) -> (shared, task)``: the initial global model.
+    fingerprint, dim:
+        The vector space every node must embed into, and its dimension: the run's (read from
+        the embedder it declares), never a node's.
     min_nodes:
         Nodes that must be connected before the first round, and accepted updates a round needs
         to change the global model.
-    fingerprint:
-        The embedder fingerprint every node must have; ``None`` takes the most common one among
-        the first nodes to register.
     options:
         The server's rules (:class:`~reportfed.core.server.ServerOptions`), applied by a
         :class:`~reportfed.core.server.SurgicalServer`. An invalid update is always dropped here
@@ -107,8 +108,9 @@ class SurgicalAggregation(Strategy):
         self,
         init_fn: InitFn,
         *,
+        fingerprint: str,
+        dim: int,
         min_nodes: int = 2,
-        fingerprint: str | None = None,
         options: ServerOptions | None = None,
         evaluate_every: int = 1,
         join_timeout: float = 600.0,
@@ -118,7 +120,7 @@ class SurgicalAggregation(Strategy):
             raise ConfigError(f"min_nodes must be >= 1, got {min_nodes}")
         self.init_fn = init_fn
         self.min_nodes = min_nodes
-        self.registry = Registry(fingerprint, join_timeout)
+        self.registry = Registry(fingerprint, dim, join_timeout)
         self.options = replace(options or ServerOptions(), on_invalid="drop")
         self.evaluate_every = evaluate_every
         self.secure = secure
@@ -162,7 +164,6 @@ class SurgicalAggregation(Strategy):
             )
         self.last_round = last_round
         if resume is None:
-            assert self.registry.dim is not None
             labels = LabelSpace.union(m.labels for m in members.values())
             resume = GlobalState(labels, *self.init_fn(self.registry.dim, labels))
         self._server = SurgicalServer(resume, self.options, min_nodes=self.min_nodes)
@@ -220,6 +221,7 @@ class SurgicalAggregation(Strategy):
             meta["labels"] = known
             meta["round"] = server_round
             meta["node-index"] = member.index
+            meta["members"] = len(self.registry.members)
             meta["evaluate"] = evaluate
             content = RecordDict({ARRAYS: to_record(shared, task), META: meta})
             messages.append(Message(content, dst_node_id=member.node_id, message_type=kind))
@@ -264,12 +266,12 @@ class SurgicalAggregation(Strategy):
             try:
                 shared, task = from_record(reply.content.array_records[ARRAYS])
                 meta = reply.content.config_records[META]
-                labels = [str(x) for x in meta["labels"]]  # type: ignore[union-attr]
-                annotated = [str(x) for x in meta.get("annotated", labels)]  # type: ignore[union-attr]
+                labels = _names(meta["labels"])
+                annotated = _names(meta.get("annotated", labels))
                 metrics = reply.content.metric_records[METRICS]
-                n = int(metrics["num-examples"])  # type: ignore[arg-type]
+                n = bounded_int("num-examples", metrics["num-examples"], 0, MAX_ROWS)
                 losses[member.name] = float(metrics["train-loss"])  # type: ignore[arg-type]
-            except (KeyError, TypeError, ValueError) as exc:
+            except (KeyError, TypeError, ValueError, LabelError) as exc:
                 failed[member.name] = f"malformed reply ({exc})"
                 continue
             updates.append(NodeUpdate(member.name, labels, shared, task, num_examples=n))
@@ -384,7 +386,7 @@ class SurgicalAggregation(Strategy):
         """``state`` with initial rows for the members' labels it lacks (secure aggregation sums
         over the model's labels only, so a label joins before a node sends it)."""
         new = [c for m in self.registry.members.values() for c in m.labels if c not in state.labels]
-        if not new or self.registry.dim is None:
+        if not new:
             return state
         fresh = LabelSpace.of(list(dict.fromkeys(new)), allow_unknown=True)
         _, rows = self.init_fn(self.registry.dim, fresh)
@@ -428,21 +430,8 @@ class SurgicalAggregation(Strategy):
             if member is None or reply.has_error() or EVALUATION not in reply.content:
                 continue
             try:
-                labels = [str(x) for x in reply.content.config_records[EVALUATED]["labels"]]  # type: ignore[union-attr]
-                m = reply.content.metric_records[EVALUATION]
-                columns = [
-                    m["n"],
-                    m["auroc"],
-                    m["threshold"],
-                    m.get("positives", [0] * len(labels)),
-                ]
-                stats = np.asarray(columns, dtype=np.float64).reshape(4, len(labels))
-                coef = np.asarray(m.get("calibration", []), dtype=np.float64)
-                fitted = np.asarray(m.get("calibrated", []), dtype=bool)
-                coef = coef.reshape(len(fitted), len(COEFFICIENTS))
-                if len(fitted) not in (0, len(labels)):
-                    raise ConfigError(f"{len(fitted)} calibrations for {len(labels)} labels")
-            except (KeyError, TypeError, ValueError) as exc:
+                labels, stats, coef, fitted = _evaluation(reply.content, self.labels)
+            except (KeyError, TypeError, ValueError, LabelError) as exc:
                 log(ERROR, "malformed evaluation from %r: %s", member.name, exc)
                 continue
             for j, label in enumerate(labels):
@@ -501,3 +490,47 @@ class SurgicalAggregation(Strategy):
             len(self.labels),
             list(self.labels),
         )
+
+
+def _names(value: object) -> list[str]:
+    """Label names as a reply carries them: a list of at most :data:`MAX_LABELS` names."""
+    if not isinstance(value, list) or len(value) > MAX_LABELS:
+        raise ValueError(f"labels must be a list of at most {MAX_LABELS} names")
+    return [bounded_name("a label", c) for c in value]
+
+
+#: the largest calibration coefficient a node may send (fitted ones lie within +-20)
+_MAX_COEFFICIENT = 1e3
+
+
+def _evaluation(
+    content: RecordDict, known: LabelSpace
+) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+    """A node's evaluation of the global model, checked: its labels (of the model's), their
+    held-out rows, AUROC, threshold and positives (a 4 x labels array: rows within
+    :data:`MAX_ROWS`, AUROC and thresholds in [0, 1] or NaN, positives within rows) and its
+    calibration (coefficients within +-:data:`_MAX_COEFFICIENT`, which labels were fitted);
+    ``ValueError``, ``KeyError`` or ``TypeError`` where it is malformed or out of bounds."""
+    labels = _names(content.config_records[EVALUATED]["labels"])
+    unknown = [c for c in labels if c not in known]
+    if unknown or len(set(labels)) != len(labels):
+        raise ValueError(f"labels the model does not hold, or twice: {unknown or labels}")
+    m = content.metric_records[EVALUATION]
+    columns = [m["n"], m["auroc"], m["threshold"], m.get("positives", [0] * len(labels))]
+    stats = np.asarray(columns, dtype=np.float64).reshape(4, len(labels))
+    n, auc, thr, pos = stats
+    if not (np.isfinite(n).all() and (n >= 0).all() and (n <= MAX_ROWS).all()):
+        raise ValueError(f"held-out rows outside [0, {MAX_ROWS}]")
+    if not (np.isfinite(pos).all() and (pos >= 0).all() and (pos <= n).all()):
+        raise ValueError("positives beyond the held-out rows")
+    for name, values in (("AUROC", auc), ("threshold", thr)):
+        if ((values < 0) | (values > 1)).any():  # NaN compares false: a label it cannot judge
+            raise ValueError(f"a {name} outside [0, 1]")
+    fitted = np.asarray(m.get("calibrated", []), dtype=bool)
+    if len(fitted) not in (0, len(labels)):
+        raise ValueError(f"{len(fitted)} calibrations for {len(labels)} labels")
+    coef = np.asarray(m.get("calibration", []), dtype=np.float64)
+    coef = coef.reshape(len(fitted), len(COEFFICIENTS))
+    if (np.abs(coef) > _MAX_COEFFICIENT).any():
+        raise ValueError(f"a calibration coefficient beyond +-{_MAX_COEFFICIENT:g}")
+    return labels, stats, coef, fitted

@@ -51,14 +51,21 @@ def _root() -> Path:
     return Path(tempfile.gettempdir()) / f"reportfed-{os.getuid()}"
 
 
-def _place(node_config: dict[str, object]) -> Path:
-    """Where the warm process of this node config in this process group keeps its socket and
-    key (``.sock``, ``.key``, ``.lock`` beside this stem): a new SuperNode gets a new process."""
+def private_root() -> Path:
+    """This user's folder of node files (warm processes' sockets and keys, the guard's secret),
+    made with mode 700 and refused where anyone else could open it."""
     root = _root()
     root.mkdir(mode=0o700, exist_ok=True)
     info = root.stat()
     if info.st_uid != os.getuid() or info.st_mode & 0o077:
         raise ReportfedError(f"{root}: must be a directory only this user can open (mode 700)")
+    return root
+
+
+def _place(node_config: dict[str, object]) -> Path:
+    """Where the warm process of this node config in this process group keeps its socket and
+    key (``.sock``, ``.key``, ``.lock`` beside this stem): a new SuperNode gets a new process."""
+    root = private_root()
     config = json.dumps(sorted(node_config.items()), default=str).encode()
     return root / f"node-{os.getpgrp()}-{hashlib.sha256(config).hexdigest()[:16]}"
 
@@ -71,6 +78,10 @@ def remove_places(group: int | None = None) -> None:
     for path in root.glob("node-*-*"):
         owner = int(path.name.split("-")[1]) if path.name.split("-")[1].isdigit() else None
         if owner == group or (group is None and owner is not None and not _leader_alive(owner)):
+            path.unlink(missing_ok=True)
+    for path in root.glob("guard-*.secret"):  # a guard's, left when it was killed
+        pid = path.stem.split("-")[1]
+        if group is None and pid.isdigit() and not _leader_alive(int(pid)):
             path.unlink(missing_ok=True)
     with contextlib.suppress(OSError):
         root.rmdir()  # only when no other node of this user has files there

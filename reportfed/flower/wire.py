@@ -13,6 +13,14 @@ from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MetricRecord, Re
 from reportfed.core import schema
 from reportfed.core.aggregation import Arrays, GlobalState, flatten, unflatten
 from reportfed.core.labels import LabelSpace
+from reportfed.core.limits import (
+    MAX_DIM,
+    MAX_HANDSHAKE_CHARS,
+    MAX_LABELS,
+    MAX_ROWS,
+    bounded_int,
+    bounded_name,
+)
 from reportfed.core.node import Description
 
 ARRAYS = "arrays"  #: RecordDict key of the ArrayRecord
@@ -74,16 +82,26 @@ def description_records(description: Description) -> dict[str, Any]:
 
 
 def read_description(content: RecordDict) -> Description:
-    """The :class:`~reportfed.core.node.Description` a ``query`` reply carries (``KeyError``,
-    ``TypeError``, ``ValueError`` or ``LabelError`` when it is malformed)."""
+    """The :class:`~reportfed.core.node.Description` a ``query`` reply carries, every value
+    bounded (:mod:`reportfed.core.limits`) before anything is built from it (``KeyError``,
+    ``TypeError``, ``ValueError`` or ``LabelError`` when it is malformed or out of bounds)."""
     meta = content.config_records[META]
+    labels = meta["labels"]
+    if not isinstance(labels, list) or len(labels) > MAX_LABELS:
+        raise ValueError(f"labels must be a list of at most {MAX_LABELS} names")
+    settings = {k[len(SETTING) :]: v for k, v in meta.items() if k.startswith(SETTING)}
+    if sum(len(str(k)) + len(str(v)) for k, v in settings.items()) > MAX_HANDSHAKE_CHARS:
+        raise ValueError(f"its settings hold more than {MAX_HANDSHAKE_CHARS} characters")
+    fingerprint = meta["fingerprint"]
+    if not isinstance(fingerprint, str) or len(fingerprint) > 1000:
+        raise ValueError("the fingerprint must be text of at most 1000 characters")
     return Description(
-        str(meta["name"]),
-        LabelSpace.of(list(meta["labels"]), allow_unknown=True),  # type: ignore[arg-type]
-        str(meta["fingerprint"]),
-        int(meta["dim"]),  # type: ignore[arg-type]
-        int(content.metric_records[METRICS]["num-examples"]),  # type: ignore[arg-type]
-        {k[len(SETTING) :]: v for k, v in meta.items() if k.startswith(SETTING)},  # type: ignore[misc]
+        bounded_name("its name", meta["name"]),
+        LabelSpace.of([bounded_name("a label", c) for c in labels], allow_unknown=True),
+        fingerprint,
+        bounded_int("its input dimension", meta["dim"], 1, MAX_DIM),
+        bounded_int("its rows", content.metric_records[METRICS]["num-examples"], 0, MAX_ROWS),
+        settings,  # type: ignore[arg-type]
     )
 
 

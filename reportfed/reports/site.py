@@ -111,8 +111,11 @@ def load_report_node(
     table.
 
     The node's labels are the label columns with at least one annotated row; empty settings take
-    the run's (embedder) or reportfed's defaults (name: the table's stem; the cache directory).
-    The phrasings a reader corrected in the table (a review page's download) are learnt
+    reportfed's defaults (name: the table's stem; the embedder; the cache directory). The node
+    embeds with its own embedder alone, never one a run names: a run that declares another is
+    refused before the table is read (:func:`check_run_embedder`), and the node's text and
+    weights stay on its machine unless its own ``allow_remote`` setting says otherwise. The
+    phrasings a reader corrected in the table (a review page's download) are learnt
     (:mod:`reportfed.text.corrections`) and sent to the server with the node's description.
     """
     from reportfed.core.paths import embeddings_cache_dir
@@ -125,6 +128,7 @@ def load_report_node(
 
     if not settings.data:
         raise ReportfedError("node config has no 'data' (the path of this node's reports table)")
+    own = check_run_embedder(settings, run)
     data = settings.data
     name = settings.name or Path(data).stem
     findings = read_findings(settings.findings) if settings.findings else None
@@ -143,7 +147,9 @@ def load_report_node(
     )
     warn_if_all_positive(name, table.labels, table.label_space)
     corrections = learn(table.texts, table.ids, table.corrected, findings, data)
-    embedder = make_embedder(settings.embedder or run.embedder, base_url=settings.base_url or None)
+    embedder = make_embedder(
+        own, base_url=settings.base_url or None, remote=settings.allow_remote_embedder
+    )
     embed = partial(
         embed_reports,
         embedder=embedder,
@@ -179,6 +185,22 @@ def load_report_node(
     )
 
 
+def check_run_embedder(settings: NodeSettings, run: RunSettings) -> str:
+    """The node's own embedder spec (its setting, else reportfed's default); a
+    :class:`ReportfedError` naming both where the run declares another: what a node embeds with,
+    and so where its text may go, is the node's to decide."""
+    from reportfed.embed import DEFAULT_EMBEDDER
+    from reportfed.embed.weights import same_embedder
+
+    own = settings.embedder or DEFAULT_EMBEDDER
+    if run.embedder and not same_embedder(own, run.embedder):
+        raise ReportfedError(
+            f"this node embeds with {own!r} and the run declares {run.embedder!r}: a node embeds "
+            "only with its own embedder (federation node --embedder), so it refuses the run"
+        )
+    return own
+
+
 class _Reports:
     """The modality of report tables."""
 
@@ -193,6 +215,21 @@ class _Reports:
 
     def model_input(self, run: RunSettings) -> tuple[str, str]:
         return run.granularity, run.embedder
+
+    def space(self, config: FederationConfig, run: RunSettings) -> tuple[str, int]:
+        from reportfed.core.errors import ConfigError, EmbeddingError
+        from reportfed.embed.weights import declared_space
+
+        if run.fingerprint and run.dim:
+            return run.fingerprint, run.dim
+        try:
+            fingerprint, dim = declared_space(run.embedder)
+        except EmbeddingError as exc:
+            raise ConfigError(
+                f"the server reads the nodes' vector space from the run's embedder, and {exc}: "
+                "declare it with --fingerprint and --dim"
+            ) from None
+        return run.fingerprint or fingerprint, run.dim or dim
 
     def node(
         self, settings: NodeSettings, config: FederationConfig, run: Mapping[str, Any]

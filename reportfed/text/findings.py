@@ -17,6 +17,16 @@ A file that cannot be used ends in one :class:`~reportfed.core.errors.InputFileE
 its line: a key reportfed does not know, a phrase or pattern that matches everything, a name
 that is a built-in label, the same phrase in two findings, a bad regular expression. The file's
 SHA-256 (:attr:`Findings.checksum`) names the definitions a model was trained with.
+
+Definitions that arrive otherwise (a federation member's handshake, a model file's provenance)
+pass the same checks (:meth:`Findings.from_record`), so a definition no file could hold is never
+admitted, written into a model, or read from one.
+
+Patterns are regular expressions of RE2's syntax (Python's without backreferences and
+lookaround), and every defined finding is matched by RE2 (Google's ``google-re2``), whose time
+is linear in the text: a definition sent by one hospital runs wherever the federated model
+labels, and no pattern can make that take exponential time, as a backtracking engine would on
+``(a+)+$``.
 """
 
 from __future__ import annotations
@@ -27,12 +37,20 @@ import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
+import re2
 import tomllib
 
 from reportfed.core.errors import InputFileError
 from reportfed.core.labels import KNOWN_LABELS, LabelError, canonical
+from reportfed.core.limits import MAX_NAME
+
+#: definitions one file or record may hold, phrases (or patterns, anatomy phrases, aliases) one
+#: finding may have, and characters of one of them
+MAX_FINDINGS = 1000
+MAX_PHRASES = 5000
+MAX_EXPRESSION = 1000
 
 #: the keys a finding's table may have, and whether each is a list of strings
 KEYS = {
@@ -112,20 +130,25 @@ class Findings:
         return {"checksum": self.checksum, "findings": [asdict(f) for f in self.findings]}
 
     @classmethod
-    def from_record(cls, record: Mapping[str, Any]) -> Findings:
-        """The definitions :meth:`record` kept."""
-        findings = tuple(
-            Finding(
-                name=str(f["name"]),
-                phrases=tuple(f["phrases"]),
-                patterns=tuple(f["patterns"]),
-                anatomy=tuple(f["anatomy"]),
-                aliases=tuple(f["aliases"]),
-                parent=f["parent"],
-            )
-            for f in record["findings"]
-        )
-        return cls(findings, str(record["checksum"]))
+    def from_record(cls, record: object, origin: str = "findings") -> Findings:
+        """The definitions :meth:`record` kept, checked as a file's are (an
+        :class:`~reportfed.core.errors.InputFileError` naming ``origin`` and the finding)."""
+        if not isinstance(record, Mapping) or not isinstance(record.get("checksum"), str):
+            raise InputFileError(f"{origin}: definitions must be a table with a checksum")
+        tables = record.get("findings")
+        if not isinstance(tables, list) or not tables:
+            raise InputFileError(f"{origin}: no definition")
+        if len(tables) > MAX_FINDINGS:
+            raise InputFileError(f"{origin}: {len(tables)} definitions, at most {MAX_FINDINGS}")
+        places = _Entries(origin, tables)
+        found = []
+        for k, table in enumerate(tables):
+            if not isinstance(table, Mapping):
+                raise InputFileError(f"{places.header(k)}: a definition must be a table")
+            given = {key: value for key, value in table.items() if value not in (None, [], (), "")}
+            found.append(_finding(k, given, places))
+        _check_together(found, places)
+        return cls(tuple(found), record["checksum"])
 
 
 @functools.lru_cache(maxsize=8)
@@ -138,7 +161,12 @@ def _compiled(findings: Findings) -> dict[str, tuple[re.Pattern[str], re.Pattern
 
 
 def _compile(patterns: tuple[str, ...] | list[str]) -> re.Pattern[str]:
-    return re.compile("|".join(f"(?:{p})" for p in patterns), re.IGNORECASE)
+    """One RE2 expression matching any of ``patterns``, ignoring case (``re2.error`` where one
+    is not of RE2's syntax); it finds matches as Python's ``re`` does."""
+    options = re2.Options()
+    options.case_sensitive = False
+    options.log_errors = False  # the error is raised, and said where it is caught
+    return re2.compile("|".join(f"(?:{p})" for p in patterns), options)
 
 
 def phrase_pattern(phrase: str) -> str:
@@ -163,48 +191,66 @@ def read_findings(path: str | Path) -> Findings:
     lines = _Lines(path, text)
     for key in data:
         if key != "finding":
-            raise lines.error(lines.key(key), f"unknown key {key!r} (findings are [[finding]])")
+            raise _error(lines.key(key), f"unknown key {key!r} (findings are [[finding]])")
     tables = data.get("finding", [])
     if not isinstance(tables, list) or not tables:
         raise InputFileError(f"{path}: no [[finding]] table")
+    for k, table in enumerate(tables):
+        if not isinstance(table, dict):
+            raise _error(lines.header(k), "a [[finding]] must be a table")
     findings = [_finding(k, table, lines) for k, table in enumerate(tables)]
     _check_together(findings, lines)
     return Findings(tuple(findings), hashlib.sha256(raw).hexdigest())
 
 
-def _finding(k: int, table: dict[str, Any], lines: _Lines) -> Finding:
+def _finding(k: int, table: Mapping[str, Any], places: _Places) -> Finding:
     """The ``k``-th finding's table, checked alone."""
     for key, value in table.items():
         if key not in KEYS:
             known = ", ".join(KEYS)
-            raise lines.error(lines.key(key, k), f"unknown key {key!r} (a finding has {known})")
+            raise _error(places.key(key, k), f"unknown key {key!r} (a finding has {known})")
         many = KEYS[key]
-        if many and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
-            raise lines.error(lines.key(key, k), f"{key} must be a list of strings")
+        if many and not (
+            isinstance(value, list | tuple) and all(isinstance(v, str) for v in value)
+        ):
+            raise _error(places.key(key, k), f"{key} must be a list of strings")
         if not many and not isinstance(value, str):
-            raise lines.error(lines.key(key, k), f"{key} must be a string")
+            raise _error(places.key(key, k), f"{key} must be a string")
+        if many and len(value) > MAX_PHRASES:
+            raise _error(places.key(key, k), f"{len(value)} {key}, at most {MAX_PHRASES}")
     name = str(table.get("name", "")).strip()
     if not name:
-        raise lines.error(lines.header(k), "a finding needs a name")
+        raise _error(places.header(k), "a finding needs a name")
+    if len(name) > MAX_NAME or not name.isprintable():
+        raise _error(places.key("name", k), f"a name is 1 to {MAX_NAME} printable characters")
     if not table.get("phrases") and not table.get("patterns"):
-        raise lines.error(lines.header(k), f"{name!r} has no phrases (or patterns) naming it")
+        raise _error(places.header(k), f"{name!r} has no phrases (or patterns) naming it")
     for alias in [name, *table.get("aliases", [])]:
         if _builtin(alias):
-            where = lines.key("name" if alias == name else "aliases", k)
-            raise lines.error(
+            where = places.key("name" if alias == name else "aliases", k)
+            raise _error(
                 where, f"{alias!r} is the built-in label {canonical(alias)!r}: choose another name"
             )
     for key in ("phrases", "patterns", "anatomy"):
         for value in table.get(key, []):
+            where = places.value(value, k, key)
+            if len(value) > MAX_EXPRESSION:
+                raise _error(
+                    where, f"a {key[:-1]} of {len(value)} characters: at most {MAX_EXPRESSION}"
+                )
             expression = value if key == "patterns" else phrase_pattern(value)
-            where = lines.value(value, k, key)
             try:
-                compiled = re.compile(expression, re.IGNORECASE)
-            except re.error as exc:
-                raise lines.error(where, f"{value!r} is not a regular expression ({exc})") from None
+                compiled = _compile([expression])
+            except re2.error as exc:
+                reason = (
+                    exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else exc
+                )
+                raise _error(
+                    where, f"{value!r} is not a regular expression of RE2's syntax ({reason})"
+                ) from None
             common = key != "patterns" and set(value.casefold().split()) <= _COMMON
             if common or compiled.search("") or all(map(compiled.search, _ORDINARY)):
-                raise lines.error(where, f"{value!r} matches everything: it names no finding")
+                raise _error(where, f"{value!r} matches everything: it names no finding")
     parent = table.get("parent")
     return Finding(
         name,
@@ -223,44 +269,66 @@ def _builtin(name: str) -> bool:
         return False
 
 
-def _check_together(findings: list[Finding], lines: _Lines) -> None:
-    """Names and phrases used once across the file; parents that exist."""
+def _check_together(findings: list[Finding], places: _Places) -> None:
+    """Names and phrases used once across the definitions; parents that exist."""
     names: dict[str, int] = {}
     phrases: dict[str, tuple[int, str]] = {}
     for k, f in enumerate(findings):
         for alias in (f.name, *f.aliases):
             key = alias.casefold()
             if key in names:
-                raise lines.error(lines.header(k), f"{alias!r} names two findings")
+                raise _error(places.header(k), f"{alias!r} names two findings")
             names[key] = k
         for phrase in f.phrases:
             key = " ".join(phrase.casefold().split())
             if key in phrases:
                 first, other = phrases[key]
-                raise lines.error(
-                    lines.value(phrase, k, "phrases"),
-                    f"{phrase!r} also names {other!r} (line {lines.value(phrase, first, 'phrases')})",
+                raise _error(
+                    places.value(phrase, k, "phrases"),
+                    f"{phrase!r} also names {other!r} ({places.ref(phrase, first, 'phrases')})",
                 )
             phrases[key] = (k, f.name)
     for k, f in enumerate(findings):
         if f.parent and not _builtin(f.parent) and f.parent.casefold() not in names:
-            raise lines.error(lines.key("parent", k), f"parent {f.parent!r} is no known label")
+            raise _error(places.key("parent", k), f"parent {f.parent!r} is no known label")
+
+
+def _error(place: str, message: str) -> InputFileError:
+    return InputFileError(f"{place}: {message}")
+
+
+class _Places(Protocol):
+    """Where a finding's parts are, for errors that say where: a file's lines (:class:`_Lines`)
+    or the definitions of a record (:class:`_Entries`)."""
+
+    def header(self, k: int) -> str: ...
+
+    def key(self, key: str, k: int | None = None) -> str: ...
+
+    def value(self, value: str, k: int, key: str) -> str: ...
+
+    def ref(self, value: str, k: int, key: str) -> str:
+        """:meth:`value`'s place, as another error about the same thing names it."""
+        ...
 
 
 class _Lines:
-    """Where things are in the file, for errors that name a line."""
+    """Where things are in a file: its lines."""
 
     def __init__(self, path: Path, text: str) -> None:
         self.path = path
         self.lines = text.splitlines()
         self.headers = [i for i, line in enumerate(self.lines) if line.strip() == "[[finding]]"]
 
-    def error(self, line: int, message: str) -> InputFileError:
-        return InputFileError(f"{self.path}:{line}: {message}")
+    def _at(self, line: int) -> str:
+        return f"{self.path}:{line}"
 
-    def header(self, k: int) -> int:
-        """The line (from 1) of the ``k``-th ``[[finding]]``."""
+    def _header_line(self, k: int) -> int:
         return self.headers[k] + 1 if k < len(self.headers) else 1
+
+    def header(self, k: int) -> str:
+        """The line (from 1) of the ``k``-th ``[[finding]]``."""
+        return self._at(self._header_line(k))
 
     def _span(self, k: int | None) -> range:
         if k is None:
@@ -268,16 +336,47 @@ class _Lines:
         end = self.headers[k + 1] if k + 1 < len(self.headers) else len(self.lines)
         return range(self.headers[k], end)
 
-    def key(self, key: str, k: int | None = None) -> int:
-        """The line of ``key = ...`` in the ``k``-th finding (``None``: before the first)."""
+    def _key_line(self, key: str, k: int | None) -> int:
         pattern = re.compile(rf"^\s*{re.escape(key)}\s*=")
-        return next(
-            (i + 1 for i in self._span(k) if pattern.match(self.lines[i])), self.header(k or 0)
-        )
+        found = (i + 1 for i in self._span(k) if pattern.match(self.lines[i]))
+        return next(found, self._header_line(k or 0))
 
-    def value(self, value: str, k: int, key: str) -> int:
-        """The line of the string ``value`` in the ``k``-th finding, else of its ``key``."""
+    def key(self, key: str, k: int | None = None) -> str:
+        """The line of ``key = ...`` in the ``k``-th finding (``None``: before the first)."""
+        return self._at(self._key_line(key, k))
+
+    def _value_line(self, value: str, k: int, key: str) -> int:
         for i in self._span(k):
             if f'"{value}"' in self.lines[i] or f"'{value}'" in self.lines[i]:
                 return i + 1
+        return self._key_line(key, k)
+
+    def value(self, value: str, k: int, key: str) -> str:
+        """The line of the string ``value`` in the ``k``-th finding, else of its ``key``."""
+        return self._at(self._value_line(value, k, key))
+
+    def ref(self, value: str, k: int, key: str) -> str:
+        return f"line {self._value_line(value, k, key)}"
+
+
+class _Entries:
+    """Where things are in definitions sent as a record: the finding's number and name."""
+
+    def __init__(self, origin: str, tables: list[Any]) -> None:
+        self.origin = origin
+        self.tables = tables
+
+    def header(self, k: int) -> str:
+        table = self.tables[k] if k < len(self.tables) else None
+        name = table.get("name") if isinstance(table, Mapping) else None
+        named = f" ({str(name)[:MAX_NAME]!r})" if isinstance(name, str) and name else ""
+        return f"{self.origin}, finding {k + 1}{named}"
+
+    def key(self, key: str, k: int | None = None) -> str:
+        return f"{self.header(k or 0)}, {key}"
+
+    def value(self, value: str, k: int, key: str) -> str:
         return self.key(key, k)
+
+    def ref(self, value: str, k: int, key: str) -> str:
+        return f"finding {k + 1}"

@@ -56,9 +56,17 @@ def write_model(path: str | Path, model: ModelFile) -> Path:
 
 
 def encode_model(model: ModelFile) -> bytes:
-    """The bytes of ``model``'s file (safetensors, metadata and checksum in its header)."""
+    """The bytes of ``model``'s file (safetensors, metadata and checksum in its header); a
+    :class:`ModelFileError` for a model :func:`read_model` would refuse (thresholds or
+    calibration that are not one finite entry per label, definitions or corrections no file
+    could hold), so no run writes a model that cannot label."""
     from safetensors.numpy import save
 
+    try:
+        _check_per_label(model)
+        _check_provenance(model.provenance)
+    except (KeyError, TypeError, ValueError, ReportfedError) as exc:
+        raise ModelFileError(f"refusing to write a model that could not be read ({exc})") from None
     tensors = flatten(model.state.shared, model.state.task)
     meta: dict[str, Any] = {
         "format": FORMAT,
@@ -115,6 +123,7 @@ def read_model(path: str | Path) -> ModelFile:
             calibration=meta.get("calibration"),
         )
         _check_per_label(model)
+        _check_provenance(model.provenance)
     except (KeyError, TypeError, ValueError, ReportfedError) as exc:
         raise ModelFileError(f"{path}: inconsistent model metadata ({exc!r})") from None
     return model
@@ -140,6 +149,16 @@ def _check_per_label(model: ModelFile) -> None:
         coef = np.asarray(model.calibration, dtype=np.float64)
         if coef.shape != (n, len(CALIBRATION_COEFFICIENTS)) or not np.isfinite(coef).all():
             raise ValueError(f"calibration of shape {coef.shape} is not {n} rows of finite numbers")
+
+
+def _check_provenance(provenance: Mapping[str, Any]) -> None:
+    """Raise unless the definitions and corrections a model reads with pass the checks a
+    findings file and a review page's download pass."""
+    from reportfed.text.findings import Findings
+
+    if "findings" in provenance:
+        Findings.from_record(provenance["findings"], origin="its findings")
+    Corrections.from_record(provenance.get("corrections", []))
 
 
 def checksum(tensors: dict[str, np.ndarray], meta: dict[str, Any]) -> str:
