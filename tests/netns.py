@@ -68,9 +68,15 @@ class Link:
         return ["ip", "netns", "exec", self.namespaces[host], *cmd]
 
     def run(
-        self, host: str, cmd: Sequence[str], env: Mapping[str, str], timeout: float = 120.0
+        self,
+        host: str,
+        cmd: Sequence[str],
+        env: Mapping[str, str],
+        timeout: float = 120.0,
+        cwd: Path | None = None,
     ) -> subprocess.CompletedProcess[str]:
-        """``cmd`` in ``host``'s namespace to its end (stdout and stderr captured)."""
+        """``cmd`` in ``host``'s namespace to its end (stdout and stderr captured), in folder
+        ``cwd``."""
         return subprocess.run(
             self._command(host, cmd),
             env=dict(env),
@@ -78,12 +84,19 @@ class Link:
             text=True,
             timeout=timeout,
             stdin=subprocess.DEVNULL,
+            cwd=cwd,
         )
 
     def spawn(
-        self, host: str, cmd: Sequence[str], env: Mapping[str, str], log: Path
+        self,
+        host: str,
+        cmd: Sequence[str],
+        env: Mapping[str, str],
+        log: Path,
+        cwd: Path | None = None,
     ) -> subprocess.Popen[bytes]:
-        """``cmd`` in ``host``'s namespace in the background, its output in ``log``."""
+        """``cmd`` in ``host``'s namespace in the background, its output in ``log``, in folder
+        ``cwd``."""
         with open(log, "wb") as out:
             proc = subprocess.Popen(
                 self._command(host, cmd),
@@ -91,6 +104,7 @@ class Link:
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
+                cwd=cwd,
             )
         self.procs.append(proc)
         return proc

@@ -70,8 +70,9 @@ def test_only_the_operator_operates_and_only_registered_hospitals_join(
     with Link(["server", "a", "b", "outsider"]) as link:
         bare_run = link.run
 
-        def run(host: str, cmd: list[str], env: dict[str, str], timeout: float = 120.0):  # type: ignore[no-untyped-def]
-            done = bare_run(host, cmd, env, timeout)
+        def run(host: str, cmd: list[str], env: dict[str, str], timeout: float = 120.0,  # type: ignore[no-untyped-def]
+                cwd: Path | None = None):  # fmt: skip
+            done = bare_run(host, cmd, env, timeout, cwd)
             shown = " ".join(c if not c.startswith("/") else Path(c).name for c in cmd)
             last = (done.stderr.strip() or done.stdout.strip()).splitlines()
             transcript.append(
@@ -92,11 +93,13 @@ def test_only_the_operator_operates_and_only_registered_hospitals_join(
         )  # fmt: skip
         assert made.returncode == 0, made.stderr
         ca = certs / "ca.crt"  # what every hospital, and the outsider, holds
+        # the server command as docs/federation.md writes it: the certificates' folder relative
         link.spawn(
             "server",
-            [*REPORTFED, "federation", "server", "--certificates", str(certs)],
+            [*REPORTFED, "federation", "server", "--certificates", "certs"],
             env["server"],
             tmp_path / "server.log",
+            cwd=certs.parent,
         )
         deadline = time.monotonic() + 60
         while link.run("a", ["bash", "-c", f"exec 3<>/dev/tcp/{server_ip}/{PUBLIC_PORT}"],
@@ -156,18 +159,42 @@ def test_only_the_operator_operates_and_only_registered_hospitals_join(
                 env[hospital],
                 tmp_path / f"node-{hospital}.log",
             )  # fmt: skip
-        # the outsider's node, with its own unregistered key, is refused in one line
+        # the outsider's node, with its own unregistered key, is refused in one line, before
+        # it reads or embeds its reports (in a fresh cache, which it would have to fill)
+        started = time.monotonic()
         done = link.run(
             "outsider",
             [*REPORTFED, "federation", "node", "--superlink", public, *tls,
              "--key", str(tmp_path / "outsider" / "keys" / "outsider.key"),
              "--data", str(tables["c"]), "--name", "outsider",
-             "--cache-dir", str(embeddings_cache)],
+             "--cache-dir", str(tmp_path / "outsider" / "embeddings")],
             env["outsider"],
-            timeout=240,
+            timeout=120,
         )  # fmt: skip
+        refused_in = time.monotonic() - started
+        transcript.append(f"  (refused in {refused_in:.1f} s)")
         assert done.returncode == 1, done.stderr[-3000:]
-        assert "did not accept this node's key" in _last_line(done)
+        assert "did not activate this node's key" in _last_line(done)
+        assert "reading and embedding" not in done.stderr
+        assert not (tmp_path / "outsider" / "embeddings").exists()
+        # the server's log names where each refused request came from: its key ...
+        outsider_ip = link.address("outsider")
+        server_log = (tmp_path / "server.log").read_text(errors="replace")
+        assert f'{outsider_ip}:0 - "POST /v1/fleet/activate-node HTTP/1.1" 412' in server_log
+        # ... and its operator commands
+        assert f"access forbidden by rule, client: {outsider_ip}" in server_log
+        # a body larger than any update is refused by the gateway, before Flower reads it
+        done = link.run(
+            "outsider",
+            ["bash", "-c", f"head -c 70000000 /dev/zero | curl -s -o /dev/null -w '%{{http_code}}' "
+             f"--cacert {ca} -X POST --data-binary @- https://{public}/v1/fleet/push-object"],
+            env["outsider"], timeout=120,
+        )  # fmt: skip
+        assert done.stdout == "413", done.stdout + done.stderr
+        server_log = (tmp_path / "server.log").read_text(errors="replace")
+        assert f"client intended to send too large body: 70000000 bytes, client: {outsider_ip}" in (
+            server_log
+        )
 
         # the outsider cannot start a run ...
         out = tmp_path / "outsider" / "run"

@@ -69,14 +69,16 @@ def gateway_config(
     """Write the gateway's ``nginx.conf`` into ``directory`` (its pid file and temporary files
     stay there too): TLS with ``certificates`` on ``host:port`` (plain HTTP without them),
     ``/v1/fleet/`` forwarded to the SuperLink on the loopback's ``upstream_port``, anything
-    else answered 403. The loopback hop is not verified: it never leaves this machine.
+    else refused (403). The loopback hop is not verified: it never leaves this machine.
 
     A request body may hold :data:`~reportfed.core.limits.MAX_REQUEST_BYTES` (the largest
-    update a run may produce); a larger one is answered 413 before it reaches Flower. Every
-    refused request (4xx, 5xx: a path other than the node API, a key the SuperLink does not
-    activate, a body too large) is logged on nginx's stderr, the server's log, with the address
-    it came from, which the SuperLink behind the gateway never sees. Paths are written absolute:
-    nginx reads relative ones against its own prefix, not the caller's folder."""
+    update a run may produce); a larger one is answered 413 before it reaches Flower. The
+    server's log names where every refused request came from: nginx logs a body too large and
+    a path other than the node API (``deny all``: "access forbidden by rule, client: ..."), and
+    the SuperLink, which reads the client's address from the ``X-Forwarded-For`` header nginx
+    sets (uvicorn trusts it from the loopback alone), logs what it answers, a key it does not
+    activate among them (412). Paths are written absolute: nginx reads relative ones against
+    its own prefix, not the caller's folder."""
     directory = directory.resolve()
     directory.mkdir(parents=True, exist_ok=True)
     directory.chmod(0o711)  # root's nginx workers run as nobody and need to enter it
@@ -101,14 +103,9 @@ events {{
     worker_connections 1024;
 }}
 http {{
+    access_log off;
     server_tokens off;
     client_max_body_size {MAX_REQUEST_BYTES};
-    map $status $refused {{
-        ~^[45] 1;
-        default 0;
-    }}
-    log_format refused 'reportfed gateway: refused $remote_addr: $request_method $uri $status';
-    access_log /dev/stderr refused if=$refused;
 {temp}
     server {{
         listen {_listen(host, port)}{"" if certificates is None else " ssl"};{tls}
@@ -122,7 +119,7 @@ http {{
             proxy_send_timeout 3600s;
         }}
         location / {{
-            return 403;
+            deny all;
         }}
     }}
 }}
