@@ -16,6 +16,7 @@ from pathlib import Path
 from reportfed.core.files import atomic_write
 from reportfed.data.iu import load_iu_frame
 from reportfed.text.findings import read_findings
+from reportfed.text.lexicon import Lexicon
 from reportfed.text.states import report_mentions
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "findings.toml"
@@ -35,7 +36,7 @@ def measure() -> dict[str, object]:
     frame = load_iu_frame()
     findings = read_findings(EXAMPLE)
     texts = list(frame["text"])
-    read = report_mentions(texts, list(findings.names), findings)
+    read = report_mentions(texts, list(findings.names), Lexicon(findings))
     out: dict[str, object] = {"reports": len(texts), "checksum": findings.checksum}
     for name in findings.names:
         states = [None if r[name] is None else r[name].assertion for r in read]  # type: ignore[union-attr]

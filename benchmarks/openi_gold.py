@@ -91,7 +91,10 @@ def score(states: np.ndarray, gold: pd.DataFrame) -> dict[str, Any]:
     for j, label in enumerate(MAPPED):
         truth = gold[label].to_numpy() == 1
         per = {"positives": int(truth.sum())}
-        for name, called in (("state 1", states[:, j] == 1), ("1 or -1", np.isin(states[:, j], (1, -1)))):
+        for name, called in (
+            ("state 1", states[:, j] == 1),
+            ("1 or -1", np.isin(states[:, j], (1, -1))),
+        ):
             tp = int((called & truth).sum())
             per[name] = _prf(tp, int((called & ~truth).sum()), int((~called & truth).sum()))
         out["labels"][label] = per

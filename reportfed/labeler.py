@@ -35,6 +35,7 @@ from reportfed.reports.site import Site, build_site
 from reportfed.text.calibration import labelling_rules
 from reportfed.text.corrections import Corrections, learn
 from reportfed.text.findings import read_findings
+from reportfed.text.lexicon import Lexicon
 from reportfed.text.scoring import predict_state
 from reportfed.text.sentences import check_granularity
 from reportfed.text.states import report_mentions
@@ -179,7 +180,7 @@ class ReportLabeler(ReportReader, BaseEstimator):
         defined = read_findings(self.findings) if self.findings is not None else None
         corrections = Corrections()
         for t in tables:
-            learnt = learn(t.texts, t.ids, t.corrected, defined, t.source)
+            learnt = learn(t.texts, t.ids, t.corrected, Lexicon(defined), t.source)
             corrections = corrections.merged(learnt, where=f"{t.source}: ")
         space = LabelSpace.union(t.label_space for t in tables)
         y = np.full((sum(len(t) for t in tables), len(space)), np.nan, dtype=np.float32)
@@ -231,6 +232,7 @@ class ReportLabeler(ReportReader, BaseEstimator):
                 f"embedder ({self._embedder().fingerprint}): set the config's templates=False"
             )
         defined = read_findings(self.findings) if self.findings is not None else None
+        lexicon = Lexicon(defined, corrections)
         warn_if_too_few(y, labels)
         # the labels some site annotates: what reading sites also train (as a Flower server
         # merges the labels its nodes register)
@@ -261,8 +263,7 @@ class ReportLabeler(ReportReader, BaseEstimator):
                 split=self.val_fraction,
                 embed=embed,
                 texts=None if texts is None else [texts[i] for i in rows.tolist()],
-                findings=defined,
-                corrections=corrections,
+                lexicon=lexicon,
             )
             sites[name] = replace(built, fit=rows[built.fit], val=rows[built.val])
             held[name] = {"rows": len(built.fit), "labels": list(own)}
@@ -297,7 +298,7 @@ class ReportLabeler(ReportReader, BaseEstimator):
         every = self.predict_scores_embeddings(x)  # every row scored once, indexed below
         mentions = None
         if texts is not None:
-            mentions = report_mentions([texts[i] for i in vrows], list(kept), defined, corrections)
+            mentions = report_mentions([texts[i] for i in vrows], list(kept), lexicon)
         # a site's rows are NaN in the labels it does not annotate: every row is its site's
         self.thresholds_, calibration = labelling_rules(
             y[:, columns], every, vrows, mentions, list(kept)

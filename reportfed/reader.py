@@ -35,6 +35,7 @@ from reportfed.text.assertion import Mention, find_mentions
 from reportfed.text.calibration import calibrate, calibration_features, identity_calibration
 from reportfed.text.corrections import Corrections
 from reportfed.text.findings import Findings
+from reportfed.text.lexicon import Lexicon
 from reportfed.text.model_file import ModelFile, read_model, write_model
 from reportfed.text.scoring import check_architecture, decisive_sentences, predict_state
 from reportfed.text.sentences import check_granularity, report_units
@@ -97,7 +98,8 @@ class ReportReader:
     the findings the hospital defined that the model was trained with (its provenance keeps
     them, :mod:`reportfed.text.findings`; ``None``: none), read as the lexicon's, and
     ``corrections_``: the phrasings its readers corrected, read as corrected
-    (:mod:`reportfed.text.corrections`).
+    (:mod:`reportfed.text.corrections`); ``lexicon_`` holds both beside the built-in lexicon
+    (:class:`~reportfed.text.lexicon.Lexicon`), what its text rules read with.
     """
 
     def __init__(
@@ -177,6 +179,7 @@ class ReportReader:
         record = provenance.get("findings")
         self.findings_ = None if record is None else Findings.from_record(record)
         self.corrections_ = Corrections.from_record(provenance.get("corrections", []))
+        self.lexicon_ = Lexicon(self.findings_, self.corrections_)
 
     @classmethod
     def from_state(
@@ -275,11 +278,7 @@ class ReportReader:
                     if sentence
                     else self.embed(part)
                 )
-                found = (
-                    report_mentions(part, names, self.findings_, self.corrections_)
-                    if mentions
-                    else []
-                )
+                found = report_mentions(part, names, self.lexicon_) if mentions else []
                 scores = self.predict_scores_embeddings(x)
                 yield _ScoredChunk(first + lo, part, units[lo:hi], x, scores, found)
 
@@ -297,7 +296,7 @@ class ReportReader:
             reading.mentions,
             calibrated,
             self._inferred(reading),
-            self.findings_,
+            self.lexicon_,
         )
         return consistent_proba(calibrated, states), states
 
@@ -309,7 +308,7 @@ class ReportReader:
             return None
         names = list(self.classes_)
         candidates = unmentioned_candidates(
-            reading.scores, names, self.thresholds_, reading.mentions, self.findings_
+            reading.scores, names, self.thresholds_, reading.mentions, self.lexicon_
         )
         out = np.zeros_like(candidates)
         rows = np.flatnonzero(candidates.any(axis=1))
@@ -318,7 +317,7 @@ class ReportReader:
         top = decisive_sentences(self.state_, reading.x[rows])
         for k, i in enumerate(rows):
             for c in np.flatnonzero(candidates[i]):
-                out[i, c] = bool(find_mentions(reading.units[i][top[k, c]], None, self.findings_))
+                out[i, c] = bool(find_mentions(reading.units[i][top[k, c]], None, self.lexicon_))
         return out
 
     def predict_scores(self, texts: Sequence[str]) -> np.ndarray:

@@ -17,6 +17,7 @@ from reportfed.data.iu import load_iu
 from reportfed.flower.launch import APP_DIR
 from reportfed.reports.engine import run_federation
 from reportfed.reports.site import load_report_node
+from reportfed.text.lexicon import Lexicon
 
 NODE_LABELS = {
     "a": ["Cardiomegaly", "Pleural Effusion", "Atelectasis"],
@@ -56,7 +57,7 @@ def write_findings_site(out: Path, findings: Path, archive: Path | None = None) 
 
     found = read_findings(findings)
     iu = load_iu(archive) if archive is not None else load_iu()
-    read = read_labels(iu.texts, list(found.names), found)
+    read = read_labels(iu.texts, list(found.names), Lexicon(found))
     stated = np.flatnonzero((read == 1).any(axis=1))[:60]
     rest = [i for i in range(len(iu)) if i not in set(stated)][: 200 - len(stated)]
     rows = sorted([*stated.tolist(), *rest])

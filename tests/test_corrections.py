@@ -12,6 +12,7 @@ from reportfed.cli import main
 from reportfed.core.errors import InputFileError
 from reportfed.data.table import read_table
 from reportfed.text.corrections import Correction, Corrections, learn
+from reportfed.text.lexicon import Lexicon
 from reportfed.text.states import read_labels, report_mentions
 
 #: a review page's download: r4's hedged pneumonia read as present, r1's unmentioned edema as
@@ -32,7 +33,7 @@ def _download(tmp_path: Path, text: str = DOWNLOAD) -> Path:
 
 def _learnt(path: Path) -> Corrections:
     table = read_table(path)
-    return learn(table.texts, table.ids, table.corrected, None, table.source)
+    return learn(table.texts, table.ids, table.corrected, source=table.source)
 
 
 def test_a_download_names_its_corrected_cells_with_their_four_states(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -59,10 +60,10 @@ def test_corrections_of_mentions_are_learnt_as_phrasings(tmp_path) -> None:  # t
         "Aspiration precautions.",
         "No pneumonia.",
     ]
-    read = read_labels(texts, ["Pneumonia"], corrections=learnt)
+    read = read_labels(texts, ["Pneumonia"], Lexicon(corrections=learnt))
     assert read[:, 0].tolist()[:1] == [1.0] and np.isnan(read[1, 0])
     assert read[2:, 0].tolist() == [0.0, 0.0]  # not mentioned; negated
-    found = report_mentions(texts, ["Pneumonia"], None, learnt)
+    found = report_mentions(texts, ["Pneumonia"], Lexicon(corrections=learnt))
     assert found[0]["Pneumonia"] is not None and found[0]["Pneumonia"].corrected
     assert found[1]["Pneumonia"] is not None and not found[1]["Pneumonia"].corrected
     # the same phrasing without the corrections: the rules' reading

@@ -12,6 +12,7 @@ from reportfed.core.errors import InputFileError
 from reportfed.core.labels import LabelSpace
 from reportfed.text.assertion import find_mentions
 from reportfed.text.findings import read_findings
+from reportfed.text.lexicon import Lexicon
 from reportfed.text.states import read_labels, report_mentions
 from reportfed.text.templates import template_rows
 
@@ -45,11 +46,11 @@ def test_the_example_file_reads_with_its_checksum() -> None:
 @pytest.mark.parametrize("report", list(READINGS))
 def test_defined_findings_are_read_in_four_states_by_the_cue_rules(report: str) -> None:
     found = read_findings(EXAMPLE)
-    mentions = report_mentions([report], [HERNIA, AORTA, "Atelectasis"], found)[0]
+    mentions = report_mentions([report], [HERNIA, AORTA, "Atelectasis"], Lexicon(found))[0]
     got = tuple(None if mentions[n] is None else mentions[n].assertion for n in (HERNIA, AORTA))
     assert got == READINGS[report]
     # the built-in findings read as they do without the file
-    assert [m for m in find_mentions(report, None, found) if m.label not in found] == [
+    assert [m for m in find_mentions(report, None, Lexicon(found)) if m.label not in found] == [
         m for m in find_mentions(report) if m.label not in found
     ] or "versus" in report  # "hernia versus atelectasis": the alternative hedges both
 
@@ -60,7 +61,7 @@ def test_a_defined_finding_hedges_a_builtin_one_as_an_alternative(tmp_path: Path
     found = read_findings(path)
     text = ["Gastric distention or atelectasis."]
     assert read_labels(text, ["Atelectasis"])[0, 0] == 1.0  # without the file: affirmed
-    read = read_labels(text, ["Atelectasis", "Gastric distention"], found)[0]
+    read = read_labels(text, ["Atelectasis", "Gastric distention"], Lexicon(found))[0]
     assert read[0] != read[0] and read[1] != read[1]  # NaN: both hedged, alternatives
 
 
@@ -73,17 +74,17 @@ def test_a_finding_with_a_parent_is_a_mention_of_its_parent_when_present_or_hedg
     )
     found = read_findings(path)
     texts = ["Small Morgagni defect.", "Possible Morgagni defect.", "No Morgagni defect."]
-    read = read_labels(texts, ["Hernia", "Morgagni defect"], found)
+    read = read_labels(texts, ["Hernia", "Morgagni defect"], Lexicon(found))
     assert read[:, 1].tolist()[::2] == [1.0, 0.0] and read[1, 1] != read[1, 1]
     # a Morgagni defect is a hernia; its absence says nothing of other hernias
     assert read[0, 0] == 1.0 and read[1, 0] != read[1, 0] and read[2, 0] == 0.0
-    assert report_mentions(texts[2:], ["Hernia"], found)[0]["Hernia"] is None
+    assert report_mentions(texts[2:], ["Hernia"], Lexicon(found))[0]["Hernia"] is None
     assert read_labels(texts[:1], ["Hernia"])[0, 0] == 0.0  # without the file: not mentioned
 
 
 def test_template_sentences_of_a_defined_finding_use_its_phrases() -> None:
     texts, y = template_rows(
-        LabelSpace.of([HERNIA], allow_unknown=True), findings=read_findings(EXAMPLE)
+        LabelSpace.of([HERNIA], allow_unknown=True), lexicon=Lexicon(read_findings(EXAMPLE))
     )
     assert texts[:6] == ["Hiatal hernia.", "There is hiatal hernia.", "Findings consistent with "
                          "hiatal hernia.", "Hiatus hernia.", "There is hiatus hernia.",
@@ -93,7 +94,9 @@ def test_template_sentences_of_a_defined_finding_use_its_phrases() -> None:
 
 def test_evidence_names_the_sentence_and_cue() -> None:
     found = read_findings(EXAMPLE)
-    mention = report_mentions(["Lungs clear. Possible hiatus hernia."], [HERNIA], found)[0][HERNIA]
+    mention = report_mentions(["Lungs clear. Possible hiatus hernia."], [HERNIA], Lexicon(found))[
+        0
+    ][HERNIA]
     assert mention is not None and mention.sentence == 1
     assert mention.text == "Possible hiatus hernia." and mention.cue.lower() == "possible"
 
@@ -202,7 +205,7 @@ def test_corpus_iu_labels_the_defined_findings_with_the_rules(
     found = read_findings(EXAMPLE)
     states = frame[[HERNIA, AORTA]].to_numpy(np.float32)
     np.testing.assert_array_equal(
-        states, rule_states(frame["Reports"].tolist(), [HERNIA, AORTA], found)
+        states, rule_states(frame["Reports"].tolist(), [HERNIA, AORTA], Lexicon(found))
     )
     table = read_table(out, aliases=found.columns())
     assert table.label_space.names == ("Cardiomegaly", HERNIA, AORTA)

@@ -17,6 +17,7 @@ import pytest
 from reportfed.core.labels import CHEXPERT_14
 from reportfed.data.mimic import load_mimic, report_sections, section_text
 from reportfed.data.table import read_table
+from reportfed.text.lexicon import Lexicon
 from tests.data.make_mimic_fixture import write_fixture
 
 from .conftest import ROOT
@@ -83,7 +84,7 @@ def test_corpus_mimic_adds_the_findings_a_hospital_defines_as_the_rules_read_the
     frame = pd.read_csv(tmp_path / "m.csv", dtype={"id": str})
     found = read_findings(example)
     assert list(frame.columns) == ["id", "Reports", "Edema", *found.names]
-    expected = rule_states(frame["Reports"].tolist(), list(found.names), found)
+    expected = rule_states(frame["Reports"].tolist(), list(found.names), Lexicon(found))
     np.testing.assert_array_equal(frame[list(found.names)].to_numpy(np.float32), expected)
     assert any(line.split()[:2] == ["Hiatal", "hernia"] for line in done.stderr.splitlines())
 

@@ -56,12 +56,13 @@ def _defined(args: argparse.Namespace) -> Findings | None:
 def _read_columns(texts: list[str], findings: Findings | None) -> pd.DataFrame:
     """One column per finding of ``findings`` (none without), its four states as the text rules
     read them in ``texts`` (1 affirmed, 0 negated, -1 uncertain, blank not mentioned)."""
+    from reportfed.text.lexicon import Lexicon
     from reportfed.text.states import rule_states
 
     if findings is None:
         return pd.DataFrame(index=range(len(texts)))
     names = list(findings.names)
-    return pd.DataFrame(rule_states(texts, names, findings), columns=names)
+    return pd.DataFrame(rule_states(texts, names, Lexicon(findings)), columns=names)
 
 
 def _tally(states: np.ndarray) -> np.ndarray:

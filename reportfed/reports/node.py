@@ -24,8 +24,7 @@ from reportfed.core.rounds import round_seed
 from reportfed.nn.arrays import load_arrays, to_arrays
 from reportfed.text.assertion import FINDINGS, Mention
 from reportfed.text.calibration import labelling_rules
-from reportfed.text.corrections import Corrections
-from reportfed.text.findings import Findings
+from reportfed.text.lexicon import PLAIN, Lexicon
 from reportfed.text.model import ReportMLP, node_model, predict_proba
 from reportfed.text.scoring import predict_state
 from reportfed.text.states import other_language, read_labels
@@ -39,12 +38,12 @@ class Reading:
     label, a column over its reports (:func:`reportfed.text.states.read_labels`) and, where the
     site trains template sentences, that label's template rows already embedded (in
     :func:`~reportfed.text.templates.template_rows`' order), so that :func:`with_read` needs no
-    embedder when a Flower node learns the federation's labels in its first round; ``findings``:
-    the hospital's definitions they were read and their templates made with."""
+    embedder when a Flower node learns the federation's labels in its first round; ``lexicon``:
+    what they were read and their templates made with."""
 
     columns: Mapping[str, np.ndarray] = field(default_factory=dict)
     templates: Mapping[str, np.ndarray] = field(default_factory=dict)
-    findings: Findings | None = None
+    lexicon: Lexicon = PLAIN
 
 
 @dataclass
@@ -105,12 +104,12 @@ def _with_template_rows(node: Node, x: np.ndarray, y: np.ndarray) -> Node:
 def with_templates(
     node: Node,
     embed: Callable[[Sequence[str]], np.ndarray],
-    findings: Findings | None = None,
+    lexicon: Lexicon = PLAIN,
 ) -> Node:
     """``node`` with the template rows of its labels (:mod:`reportfed.text.templates`; a finding
-    of ``findings`` named by its phrases) after its rows; ``embed`` turns texts into embeddings
-    as the node's were made (same embedder and granularity)."""
-    texts, y = template_rows(node.labels, findings=findings)
+    a hospital defined in ``lexicon`` named by its phrases) after its rows; ``embed`` turns
+    texts into embeddings as the node's were made (same embedder and granularity)."""
+    texts, y = template_rows(node.labels, lexicon=lexicon)
     return _with_template_rows(node, embed(texts), y) if texts else node
 
 
@@ -123,13 +122,11 @@ def read_lacked(
     labels: LabelSpace,
     embed: Callable[[Sequence[str]], np.ndarray] | None = None,
     site: str = "this site",
-    findings: Findings | None = None,
-    corrections: Corrections | None = None,
+    lexicon: Lexicon = PLAIN,
 ) -> Reading:
-    """What the text rules read in ``texts`` (a site's reports; the phrasings of ``corrections``
-    read as corrected) of every finding they can name
-    that ``labels`` (the site's own) lack (of the lexicon and ``findings``, those the hospital
-    defined), with each one's template rows embedded by ``embed``
+    """What the text rules read with ``lexicon`` in ``texts`` (a site's reports) of every
+    finding it names that ``labels`` (the site's own) lack, with each one's template rows
+    embedded by ``embed``
     where given (see :func:`with_templates`). Reports in another language read as not
     annotated; warns where they are most of ``site``'s."""
     other = sum(other_language(t) for t in texts)
@@ -141,29 +138,30 @@ def read_lacked(
             ReportfedWarning,
             stacklevel=2,
         )
-    every = (*FINDINGS, *(findings.names if findings is not None else ()))
+    defined = lexicon.findings
+    every = (*FINDINGS, *(defined.names if defined is not None else ()))
     lacked = LabelSpace(tuple(name for name in every if name not in labels))
-    found = read_labels(texts, list(lacked), findings, corrections)
-    return reading_of(lacked, found, embed, findings)
+    found = read_labels(texts, list(lacked), lexicon)
+    return reading_of(lacked, found, embed, lexicon)
 
 
 def reading_of(
     labels: LabelSpace,
     found: np.ndarray,
     embed: Callable[[Sequence[str]], np.ndarray] | None = None,
-    findings: Findings | None = None,
+    lexicon: Lexicon = PLAIN,
 ) -> Reading:
     """The :class:`Reading` of ``labels`` whose columns ``found`` holds (one per label, over a
     site's reports, as :func:`reportfed.text.states.read_labels` gives them), with each label's
-    template sentences (a finding of ``findings`` named by its phrases) embedded by ``embed``
-    where given."""
+    template sentences (a finding a hospital defined in ``lexicon`` named by its phrases)
+    embedded by ``embed`` where given."""
     columns = {name: found[:, c] for c, name in enumerate(labels)}
     if embed is None or not len(labels):  # a site that lacks no label has nothing to embed
-        return Reading(columns, findings=findings)
-    per_label = [template_rows(LabelSpace((name,)), findings=findings)[0] for name in labels]
+        return Reading(columns, lexicon=lexicon)
+    per_label = [template_rows(LabelSpace((name,)), lexicon=lexicon)[0] for name in labels]
     x = embed([t for texts in per_label for t in texts])
     ends = np.cumsum([len(texts) for texts in per_label])
-    return Reading(columns, dict(zip(labels, np.split(x, ends[:-1]), strict=True)), findings)
+    return Reading(columns, dict(zip(labels, np.split(x, ends[:-1]), strict=True)), lexicon)
 
 
 def with_read(node: Node, labels: LabelSpace) -> Node:
@@ -181,7 +179,7 @@ def with_read(node: Node, labels: LabelSpace) -> Node:
     rest = Reading(
         {k: v for k, v in node.read.columns.items() if k not in read},
         {k: v for k, v in node.read.templates.items() if k not in read},
-        node.read.findings,
+        node.read.lexicon,
     )
     out = replace(
         node,
@@ -192,7 +190,7 @@ def with_read(node: Node, labels: LabelSpace) -> Node:
     stated = [name for name in read if name in node.read.templates]
     if not stated:
         return out
-    _, ty = template_rows(out.labels, LabelSpace(tuple(stated)), node.read.findings)
+    _, ty = template_rows(out.labels, LabelSpace(tuple(stated)), node.read.lexicon)
     return _with_template_rows(out, np.concatenate([node.read.templates[n] for n in stated]), ty)
 
 
@@ -228,8 +226,7 @@ class ReportAlgorithm:
     val_y: np.ndarray | None = None
     val_mentions: list[dict[str, Mention | None]] = field(default_factory=list)
     settings: SiteSettings = field(default_factory=SiteSettings)
-    findings: Findings | None = None
-    corrections: Corrections = field(default_factory=Corrections)
+    lexicon: Lexicon = PLAIN
     _model: ReportMLP | None = field(default=None, init=False, repr=False)
     _with_read: tuple[LabelSpace, Node] | None = field(default=None, init=False, repr=False)
 
@@ -243,12 +240,14 @@ class ReportAlgorithm:
         definitions of the findings the hospital defined (``findings``: JSON of
         :meth:`~reportfed.text.findings.Findings.record`), which the server holds to agree, and
         the phrasings its readers corrected (``corrections``: JSON of
-        :meth:`~reportfed.text.corrections.Corrections.record`, phrasings, never reports)."""
+        :meth:`~reportfed.text.corrections.Corrections.record`, phrasings, never reports), both
+        of its lexicon."""
         settings = schema.encode(self.settings, public=True)
-        if self.findings is not None:
-            settings["findings"] = json.dumps(self.findings.record(), sort_keys=True)
-        if self.corrections:
-            settings["corrections"] = json.dumps(self.corrections.record(), sort_keys=True)
+        if self.lexicon.findings is not None:
+            settings["findings"] = json.dumps(self.lexicon.findings.record(), sort_keys=True)
+        if self.lexicon.corrections:
+            corrections = self.lexicon.corrections.record()
+            settings["corrections"] = json.dumps(corrections, sort_keys=True)
         return Description(
             self.node.name,
             self.node.labels,

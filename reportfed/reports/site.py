@@ -33,8 +33,7 @@ from reportfed.reports.node import (
     read_lacked,
     with_templates,
 )
-from reportfed.text.corrections import Corrections
-from reportfed.text.findings import Findings
+from reportfed.text.lexicon import PLAIN, Lexicon
 
 Embed = Callable[[Sequence[str]], np.ndarray]
 
@@ -60,8 +59,7 @@ def build_site(
     embed: Embed | None = None,
     texts: Sequence[str] | None = None,
     reading: Reading | None = None,
-    findings: Findings | None = None,
-    corrections: Corrections | None = None,
+    lexicon: Lexicon = PLAIN,
 ) -> Site:
     """Site ``name`` of embedded rows ``x`` with labels ``y`` over ``labels`` (NaN = not
     annotated), made into its node as ``config`` says; the node's labels are in reportfed's
@@ -71,10 +69,9 @@ def build_site(
     with ``config.seed``) or the (training, held-out) rows themselves (the experiments' protocol
     draws them). ``embed`` embeds sentences as ``x`` was embedded, for the template rows
     (``config.templates``). Where
-    ``config.read``, the node carries what the text rules read of the labels it lacks: read in
-    ``texts`` (every row's report; ``findings``: those the hospital defined, read too;
-    ``corrections``: phrasings read as corrected) or given
-    as ``reading`` (read once elsewhere); with neither, it reads nothing.
+    ``config.read``, the node carries what the text rules read with ``lexicon`` of the labels it
+    lacks: read in ``texts`` (every row's report) or given as ``reading`` (read once
+    elsewhere); with neither, it reads nothing.
     """
     if isinstance(split, tuple):
         fit, val = split
@@ -94,13 +91,12 @@ def build_site(
                 order,
                 template_embed,
                 site=name,
-                findings=findings,
-                corrections=corrections,
+                lexicon=lexicon,
             )
         if reading is not None:
             node = replace(node, read=reading)
     if template_embed is not None:
-        node = with_templates(node, template_embed, findings)
+        node = with_templates(node, template_embed, lexicon)
     return Site(node, fit, val)
 
 
@@ -146,7 +142,8 @@ def load_report_node(
         LabelSpace(tuple(n for n, kept in zip(table.label_space, annotated, strict=True) if kept))
     )
     warn_if_all_positive(name, table.labels, table.label_space)
-    corrections = learn(table.texts, table.ids, table.corrected, findings, data)
+    lexicon = Lexicon(findings)
+    lexicon = Lexicon(findings, learn(table.texts, table.ids, table.corrected, lexicon, data))
     embedder = make_embedder(
         own, base_url=settings.base_url or None, remote=settings.allow_remote_embedder
     )
@@ -167,8 +164,7 @@ def load_report_node(
         split=settings.val_fraction,
         embed=embed,
         texts=table.texts,
-        findings=findings,
-        corrections=corrections,
+        lexicon=lexicon,
     )
     return ReportAlgorithm(
         site.node,
@@ -176,12 +172,9 @@ def load_report_node(
         embedder.fingerprint,
         x[site.val],
         table.labels[site.val],
-        report_mentions(
-            [table.texts[i] for i in site.val], list(table.label_space), findings, corrections
-        ),
+        report_mentions([table.texts[i] for i in site.val], list(table.label_space), lexicon),
         settings,
-        findings,
-        corrections,
+        lexicon,
     )
 
 

@@ -28,246 +28,30 @@ import itertools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
-from reportfed.text.findings import Findings
+from reportfed.text.lexicon import BUILTIN, PLAIN, Lexicon
 from reportfed.text.sentences import addendum_start, findings_sentences
-
-if TYPE_CHECKING:
-    from reportfed.text.corrections import Corrections
 
 Assertion = Literal["affirmed", "negated", "uncertain"]
 #: how a report aggregates its mentions of a label: the first state any mention has
 _PRECEDENCE: tuple[Assertion, ...] = ("affirmed", "uncertain", "negated")
 
-# -- the lexicon -----------------------------------------------------------------------------------
-_PL = r"(?:s|es)?"
+# -- the lexicon (reportfed/text/lexicon.toml) ---------------------------------------------------
 #: label -> regular expressions of phrases that name the finding itself
-FINDINGS: dict[str, tuple[str, ...]] = {
-    "Enlarged Cardiomediastinum": (
-        r"widen(?:ed|ing) (?:of the )?(?:superior )?mediastin(?:um|al)(?: silhouette| contours?)?",
-        r"mediastinal (?:widening|enlargement|prominence)",
-        r"enlarged (?:cardio)?mediastin(?:um|al (?:silhouette|contours?))",
-        r"(?:cardio)?mediastinal silhouette (?:is |appears )?(?:enlarged|widened|prominent)",
-        r"mediastinum (?:is |appears )?(?:widened|enlarged|prominent)",
-        r"prominen(?:t|ce of the) (?:cardio)?mediastin(?:um|al (?:silhouette|contours?))",
-    ),
-    "Cardiomegaly": (
-        r"cardiomegaly",
-        r"cardiac (?:enlargement|silhouette enlargement)",
-        r"enlarge(?:d|ment of the) (?:heart|cardiac silhouette|cardiac size)",
-        r"heart is (?:mildly |moderately |severely |markedly )?enlarged",
-        r"(?:heart|cardiac) size is (?:mildly |moderately |severely |markedly )?(?:enlarged|increased)",
-        r"(?:biventricular|left ventricular|ventricular) enlargement",
-    ),
-    "Lung Lesion": (
-        rf"nodul(?:e{_PL}|ar (?:opacit(?:y|ies)|densit(?:y|ies)|lesion{_PL}))",
-        rf"(?:lung|pulmonary|lobe|hilar|parenchymal|cavitary|spiculated|soft tissue) mass{_PL}",
-        rf"(?<!mediastinal )(?<!thyroid )(?<!neck )(?<!breast )(?<!axillary )\bmass{_PL}\b",
-        r"\blumps?\b",
-        rf"(?:lung|pulmonary|cavitary|parenchymal|lytic|focal|coin) lesion{_PL}",
-        r"mass[- ]?like",
-        r"neoplasm",
-        r"tumou?r",
-        r"(?:lung |pulmonary )?(?:carcinoma|cancer|malignancy)",
-        r"metasta(?:sis|ses|tic)",
-    ),
-    "Lung Opacity": (
-        r"opaci(?:ty|ties|fication|fied)",
-        r"air ?space (?:disease|process|opacit(?:y|ies))",
-        r"infiltrat(?:e|es|ion|ive)",
-        r"(?:lung|pulmonary|parenchymal|patchy|hazy|ill-defined|air ?space|interstitial|basilar|"
-        r"bibasilar|perihilar|lobe|base) densit(?:y|ies)",
-        r"densit(?:y|ies) (?:in|within|at|of) the (?:\w+ ){0,6}?(?:lobes?|lungs?|bases?|lingula|"
-        r"midlung|mid lung|apex|apices)\b",
-        r"ground[- ]glass",
-        r"interstitial (?:markings|prominence|opacities|thickening|changes|disease)",
-        r"reticul(?:ar|onodular) (?:opacities|markings|pattern|changes)",
-        r"haz(?:y|iness)",
-    ),
-    "Edema": (
-        r"o?edema(?:tous)?",
-        r"(?:pulmonary |vascular )?(?:vascular )?congestion",
-        r"congestive heart failure|\bchf\b|heart failure",
-        r"fluid overload",
-        r"cephalization",
-        r"(?:pulmonary )?venous hypertension",  # venous congestion, as the radiograph shows it
-        r"kerley b?[- ]?lines",
-        r"vascular (?:engorgement|prominence|indistinctness|redistribution)",
-        r"indistinct(?:ness of the)? (?:pulmonary )?vascula(?:r|ture)",
-        r"prominen(?:t|ce of the) (?:central )?(?:pulmonary )?vascula(?:ture|rity)",
-        r"vascula(?:ture|rity) (?:is |are |appears? )(?:mildly |slightly |moderately |markedly )?"
-        r"(?:prominent|engorged)",
-        r"increased (?:pulmonary |lung )?vascularity",
-        r"engorged (?:pulmonary )?(?:vessels|vasculature|veins)",
-    ),
-    "Consolidation": (r"consolidat(?:ion|ions|ive|ed)",),
-    "Pneumonia": (
-        r"(?:broncho)?pneumonia",
-        r"pneumonitis",
-        r"(?<!granulomatous )infectio(?:n|us process|us)",
-        r"aspiration",
-    ),
-    "Atelectasis": (
-        r"atelecta(?:sis|ses|tic)",
-        r"(?:lobar|lobe|lung|segmental|postobstructive|post-obstructive) collapse",
-        r"collapse of the (?:\w+ ){0,2}(?:lobe|lung)",
-        r"volume loss",
-    ),
-    "Pneumothorax": (
-        r"pneumothora(?:x|ces)",
-        r"\bptx\b",
-        r"hydropneumothorax",
-        r"pleural air(?: collections?)?",
-        r"air in the (?:\w+ )?pleural space",
-    ),
-    "Pleural Effusion": (
-        r"(?<!pericardial )effusion{_PL}".replace("{_PL}", _PL),
-        r"pleural fluid",
-        r"hydrothorax",
-        r"blunt(?:ing|ed) (?:of )?(?:the )?(?:(?:left|right|bilateral) )?costophrenic",
-        r"fluid in the (?:\w+ )?pleural space",
-    ),
-    "Pleural Other": (
-        r"pleural (?:thickening|plaques?|scar(?:ring|s)?|calcifications?|fibrosis)",
-        r"(?:pleural|pleuro)[- ]?(?:parenchymal|pericardial) scar(?:ring|s)?",
-        r"pleural[- ]based (?:plaques?|calcifications?|thickening|scar(?:ring)?)",
-        r"diaphragmatic (?:pleural )?plaques?",
-        r"calcified plaques? (?:along|on|over|of) the (?:\w+ )?(?:hemi)?diaphragms?",
-        r"thickening of the (?:\w+ )?pleura",
-        r"fibrothorax",
-        r"apical (?:pleural )?(?:cap|capping|pleural thickening)",
-    ),
-    "Fracture": (r"fractur(?:e|es|ed)", r"\bfx\b"),
-    "Support Devices": (
-        r"(?:central venous|central|venous|picc|arterial|dialysis|swan[- ]ganz|pa) (?:line|catheter)s?",
-        r"\bpicc\b",
-        r"catheters?",
-        r"(?:endotracheal|et|nasogastric|ng|orogastric|og|feeding|chest|tracheostomy|enteric|"
-        r"dobhoff|gastrostomy|thoracostomy|pigtail) tubes?",
-        r"\b(?:ett|ngt|ogt|aicd|lvad|iabp)\b|impella|cordis|dobhoff|\bij (?:line|catheter|sheath)",
-        r"\btubes?\b",
-        r"tracheostomy",
-        r"pacemaker|pacer|\bicd\b|defibrillator|(?:pacer|pacing|pacemaker|icd|cardiac) leads?",
-        r"\bleads?\b",
-        r"(?:sternotomy|sternal) wires?",
-        r"\bport(?:-a-cath)?\b",
-        r"\bstents?\b",
-        r"(?:prosthetic|replacement) valve|valve replacement",
-        r"\bdrains?\b",
-        r"(?:support |monitoring |medical )?devices?",
-        r"orthopedic hardware|\bhardware\b",
-        r"balloon pump",
-    ),
-    # NIH-14 labels beyond CheXpert's
-    "Mass": (rf"\bmass{_PL}\b",),
-    "Nodule": (rf"nodul(?:e{_PL}|ar)",),
-    "Infiltration": (r"infiltrat(?:e|es|ion|ive)",),
-    "Emphysema": (
-        r"emphysema(?:tous)?",
-        r"\bcopd\b",
-        r"hyperinflat(?:ed|ion)|hyperexpan(?:ded|sion)",
-    ),
-    "Fibrosis": (r"fibros(?:is|ing)|fibrotic", r"scarring"),
-    "Pleural Thickening": (r"pleural thickening",),
-    "Hernia": (r"hernia(?:tion)?",),
-}
+FINDINGS: dict[str, tuple[str, ...]] = BUILTIN.findings
 #: label -> anatomy phrases that mention the label only beside a normal or abnormal word
-ANATOMY: dict[str, tuple[str, ...]] = {
-    "Enlarged Cardiomediastinum": (
-        r"(?:cardio)?mediastinal(?: and hilar)? (?:silhouettes?|contours?|width)",
-        r"hilar and mediastinal (?:silhouettes?|contours?)",
-        r"mediastinum",
-        r"(?:cardiomediastinal|mediastinal|hilar and mediastinal) (?:structures|borders?)",
-    ),
-    "Cardiomegaly": (
-        r"heart size",
-        r"size of the heart",
-        r"cardiac (?:size|silhouette|contours?|shadow)",
-        r"\bheart\b",
-    ),
-    "Pleural Effusion": (r"costophrenic (?:angles?|sulci|recess(?:es)?)", r"pleural spaces?"),
-    "Pneumothorax": (),
-}
+ANATOMY: dict[str, tuple[str, ...]] = BUILTIN.anatomy
 #: label -> phrases that say the finding is gone (a negated mention: "the patient was extubated")
-GONE: dict[str, tuple[str, ...]] = {
-    "Support Devices": (r"extubat(?:ed|ion)", r"decannulat(?:ed|ion)"),
-}
-#: anatomy phrase + one of these (in its clause): the label is negated / affirmed / uncertain
-_NORMAL = (
-    r"normal|within normal limits|unremarkable|not enlarged|not widened|clear|sharp|"
-    r"preserved|stable in size|normal in size|upper limits? of normal|top(?:-| )normal"
-)
-_ABNORMAL = (
-    r"enlarged|enlargement|widened|widening|increased|large|prominen(?:t|ce)|blunt(?:ed|ing)"
-)
-#: a size at the edge of normal is normal ("top normal", "at the upper limits of normal",
-#: "borderline normal": _NORMAL); "borderline" without "normal" is borderline enlarged: uncertain
-_BORDERLINE = r"borderline(?![\s-]+normal)"
+GONE: dict[str, tuple[str, ...]] = BUILTIN.gone
 
-# -- cues ------------------------------------------------------------------------------------------
-#: a resolution only in part leaves the finding there ("nearly resolved pneumothorax", "partial
-#: resolution of the effusion"): not a negation
-_PARTLY = (
-    r"(?<!almost )(?<!nearly )(?<!partially )(?<!incompletely )(?<!not )(?<!not completely )"
-    r"(?<!not fully )(?<!almost completely )(?<!nearly completely )(?<!partial )(?<!incomplete )"
-    r"(?<!near complete )(?<!near-complete )(?<!near total )(?<!near-total )"
-)
-_NEGATION_BEFORE = (
-    r"\bno\b|\bnot\b|\bwithout\b|free of|negative for|absence of|\babsent\b|"
-    rf"{_PARTLY}resolution of|{_PARTLY}resolved|ruled out|rules out|clear of|no longer|"
-    r"removal of|interval removal of|\bnever\b|\bnor\b|neither|unlikely"
-)
-_NEGATION_AFTER = (
-    r"(?:is|are|was|were|has|have)?\s*(?:not|no longer) (?:\w+ )?(?:well[- ])?(?:seen|identified|"
-    r"present|visuali[sz]ed|"
-    r"demonstrated|evident|appreciated|detected|noted|visible|apparent|confirmed)|"
-    rf"(?:has|have) (?:\w+ )?{_PARTLY}resolved|\b{_PARTLY}resolved\b|"
-    r"(?:is|are) absent|(?:has|have been|was|were) removed|"
-    r"(?<!may )(?<!might )(?<!could )(?:is|was|are|were|represents?|represented|reflects?) "
-    r"(?:\w+ ){0,2}?(?:an? )?(?:artifact(?:ual)?|"
-    r"(?:overlying )?nipple shadows?|skin folds?)|"
-    r"(?<!not )(?<!not been )(?<!not yet been )(?<!never been )\bremoved\b|(?:is|are) unlikely|(?:has been|have been|was|were) (?:pulled|discontinued)(?! back)"
-)
-_UNCERTAIN_BEFORE = (
-    r"possibl[ey]|possibility|potential(?:ly)?|presum(?:ed|ably)|probabl[ey]|\blikely\b|"
-    r"questionabl[ey]|question of|may (?:\w+ )?(?:represent|be|reflect|"
-    r"indicate|have)|might|could (?:\w+ )?(?:represent|be|reflect|indicate)|suspicious for|suspicion for|"
-    r"suspect(?:ed)?|concerning for|concern for|suggestive of|suggest(?:s|ing)?|worrisome for|"
-    r"cannot (?:be )?(?:entirely |completely )?(?:exclude|rule out)|can ?not exclude|can't exclude|"
-    r"differential|rule out|\br/o\b|eval(?:uate|uation)? (?:for|of)|assess(?:ment)? for|borderline|equivocal|"
-    r"indeterminate|\?|may not be excluded|raises the possibility|"
-    r"difficult to exclude|favou?red|\bI think\b|"
-    r"not (?:be )?(?:entirely )?excluded|"
-    r"^\s*any\b"  # "any residual pneumothorax is tiny": whether there is one is the doubt
-)
-_UNCERTAIN_AFTER = (
-    r"cannot be (?:entirely |completely |totally )?(?:excluded|ruled out)|can ?not be excluded|"
-    r"(?:is|are) not (?:entirely |completely )?(?:excluded|ruled out)|not (?:entirely )?excluded|"
-    r"(?:is|are) (?:also )?(?:possible|likely|questioned|not excluded|a consideration|"
-    r"considered)|\?|(?:is|would be|are) difficult to exclude|"
-    r"could not be excluded|"
-    r"may be present|possibl[ey]|,?\s*if (?:any|present)\s*(?=[,.;:)]|$)|(?:could|may|might) be (?:missed|obscured)|"
-    r"(?:may|might|could) (?:\w+ )?(?:represent|be|reflect) (?:\w+ ){0,2}?(?:an? )?"
-    r"(?:artifact(?:ual)?|(?:overlying )?nipple shadows?|skin folds?)"
-)
-#: a negation cue followed by these does not negate ("no change in the effusion")
-_PSEUDO = (
-    r"\s*(?:significant |interval |substantial |appreciable |definite |other )?"
-    r"(?:change|increase|decrease|worsening|improvement|further|only|necessarily|well)"
-)
-#: words that end a cue's scope
-_TERMINATORS = re.compile(
-    r"\b(?:but|however|although|though|except|whereas|which|yet|aside from|apart from|"
-    r"otherwise|while|given|due to|secondary to|related to|because|representing|with)\b|[;:]",
-    re.IGNORECASE,
-)
+#: words that end a cue's scope, and the marks that do
+_TERMINATORS = re.compile(rf"\b(?:{BUILTIN.word('terminate')})\b|[;:]", re.IGNORECASE)
 #: a comma followed by these starts a new finding, ending the scope; so does a coordinated
 #: clause of its own ("the heart is normal and there is a large effusion": "large" is the
 #: effusion's)
 _NEW_CLAUSE = re.compile(
-    r",\s*(?:and\s+)?(?:there|with|likely|probably|possibly|possible|questionable|suspected|no|"
-    r"without|which|but|however|although)\b|"
+    rf",\s*(?:and\s+)?(?:{BUILTIN.word('new_clause')})\b|"
     r"\s(?:and|but)\s+there\s+(?:is|are|was|were|has|have|appears?|remains?)\b",
     re.IGNORECASE,
 )
@@ -283,17 +67,13 @@ def _compile(patterns: Iterable[str]) -> re.Pattern[str]:
 #: suspected"): negated
 _SUSPECTED = re.compile(r"(?:(?:is|are)\s+)?(not\s+)?suspected\b", re.IGNORECASE)
 #: a cause offered with a hedge: what follows it is uncertain ("may be due to fluid overload")
-_HEDGED_CAUSE = re.compile(
-    r"(?:(?:may|might|could) (?:\w+ )?be|possibly|probably|likely|presumably|perhaps) "
-    r"(?:(?:due|secondary|related) to|represent(?:s|ing)?|reflect(?:s|ing)?)\s+(?:\w+\s+){0,3}$",
-    re.IGNORECASE,
-)
+_HEDGED_CAUSE = re.compile(BUILTIN.cue("hedged_cause"), re.IGNORECASE)
 #: between two mentions: they are offered as alternatives ("atelectasis or pneumonia")
 _ALTERNATIVE = re.compile(r"^\s*,?\s*(?:and/)?or\s+(?:\w+\s+){0,2}$", re.IGNORECASE)
 #: a differential: it hedges the findings named next to it on either side ("atelectasis versus
 #: pneumonia", "effusion versus thickening"), not those further off ("opacity, atelectasis versus
 #: pneumonia": the opacity is seen, its cause is in doubt)
-_VERSUS = re.compile(r"\b(?:versus|vs\b\.?)", re.IGNORECASE)
+_VERSUS = re.compile(BUILTIN.cue("versus"), re.IGNORECASE)
 #: between two findings after a "versus": the differential goes on ("atelectasis versus
 #: consolidation, aspiration"); an "and" ends it ("..., and a small effusion")
 _DIFFERENTIAL_GOES_ON = re.compile(r"^\s*,\s*(?:or\s+)?$", re.IGNORECASE)
@@ -308,12 +88,9 @@ _CAUSE_NEXT = re.compile(
 )
 #: a finding named inside a caveat about the study is not a mention ("sensitivity for
 #: pneumothorax is reduced on a portable film")
-_CAVEAT = re.compile(
-    r"\b(?:sensitivity|evaluation|assessment|detection|exclusion) (?:for|of)\s+(?:\w+\s+)?$",
-    re.IGNORECASE,
-)
+_CAVEAT = re.compile(BUILTIN.cue("caveat"), re.IGNORECASE)
 #: a fracture of hardware is the device's, not a bone's ("fractured sternal wire")
-_HARDWARE = r"(?:wires?|leads?|screws?|plates?|rods?|hardware|catheters?|tubes?|stents?|pins?)"
+_HARDWARE = rf"(?:{BUILTIN.word('hardware')})"
 _HARDWARE_FRACTURE = re.compile(
     rf"fractur\w*\s+(?:\w+\s+){{0,3}}?{_HARDWARE}\b|\b{_HARDWARE}\s+(?:is|are|was|were|appears?|"
     rf"remains?)?\s*(?:\w+\s+)?fractur",
@@ -327,18 +104,15 @@ _LEXICON = [(label, _FINDING_RE[label], _ANATOMY_RE.get(label)) for label in FIN
 #: colon, the value); its value says what the name's finding is
 _FIELD = re.compile(r"^\s*[A-Za-z][A-Za-z /&,-]{0,40}?:\s*")
 #: a field's value that says its finding is absent ("Pneumothorax: None.")
-_ABSENT_VALUE = re.compile(
-    r"(?:none|no|absent|negative|not (?:seen|present|identified|visualized))[\s.;]*",
-    re.IGNORECASE,
-)
-_NEG_BEFORE = re.compile(_NEGATION_BEFORE, re.IGNORECASE)
-_NEG_AFTER = re.compile(_NEGATION_AFTER, re.IGNORECASE)
-_UNC_BEFORE = re.compile(_UNCERTAIN_BEFORE, re.IGNORECASE)
-_UNC_AFTER = re.compile(_UNCERTAIN_AFTER, re.IGNORECASE)
-_PSEUDO_RE = re.compile(_PSEUDO, re.IGNORECASE)
-_NORMAL_RE = re.compile(rf"\b(?:{_NORMAL})\b", re.IGNORECASE)
-_ABNORMAL_RE = re.compile(rf"\b(?:{_ABNORMAL})\b", re.IGNORECASE)
-_BORDERLINE_RE = re.compile(rf"\b(?:{_BORDERLINE})\b", re.IGNORECASE)
+_ABSENT_VALUE = re.compile(BUILTIN.cue("absent_value"), re.IGNORECASE)
+_NEG_BEFORE = re.compile(BUILTIN.cue("negated_before"), re.IGNORECASE)
+_NEG_AFTER = re.compile(BUILTIN.cue("negated_after"), re.IGNORECASE)
+_UNC_BEFORE = re.compile(BUILTIN.cue("uncertain_before"), re.IGNORECASE)
+_UNC_AFTER = re.compile(BUILTIN.cue("uncertain_after"), re.IGNORECASE)
+_PSEUDO_RE = re.compile(BUILTIN.cue("pseudo_negation"), re.IGNORECASE)
+_NORMAL_RE = re.compile(rf"\b(?:{BUILTIN.word('normal')})\b", re.IGNORECASE)
+_ABNORMAL_RE = re.compile(rf"\b(?:{BUILTIN.word('abnormal')})\b", re.IGNORECASE)
+_BORDERLINE_RE = re.compile(rf"\b(?:{BUILTIN.word('borderline')})\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -357,10 +131,10 @@ class Mention:
     corrected: bool = False
 
 
-def has_lexicon(label: str, findings: Findings | None = None) -> bool:
-    """Whether mentions of ``label`` can be found (a lexicon entry, or a finding of
-    ``findings``)."""
-    return label in FINDINGS or (findings is not None and label in findings)
+def has_lexicon(label: str, lexicon: Lexicon = PLAIN) -> bool:
+    """Whether mentions of ``label`` can be found (a built-in finding, or one a hospital defined
+    in ``lexicon``)."""
+    return label in FINDINGS or (lexicon.findings is not None and label in lexicon.findings)
 
 
 def _clause(sentence: str, start: int, end: int) -> tuple[int, int]:
@@ -466,38 +240,40 @@ def _hedged(sentence: str, mentions: list[Mention]) -> list[Mention]:
 
 
 def find_mentions(
-    text: str, labels: Iterable[str] | None = None, findings: Findings | None = None
+    text: str, labels: Iterable[str] | None = None, lexicon: Lexicon = PLAIN
 ) -> list[Mention]:
     """Every mention of ``labels`` (default: every label with a lexicon, and every finding of
     ``findings``, those a hospital defined: :mod:`reportfed.text.findings`) in ``text``. Each is
     read among the mentions of every finding, so that what is read of a label does not depend on
     which others are asked ("opacity or atelectasis" hedges atelectasis either way)."""
-    every = (*FINDINGS, *(findings.names if findings is not None else ()))
+    defined = lexicon.findings
+    every = (*FINDINGS, *(defined.names if defined is not None else ()))
     wanted = set(labels if labels is not None else every)
     out: list[Mention] = []
     for i, sentence in enumerate(findings_sentences(text)):
-        found = [m for m in _sentence_mentions(sentence, findings) if m.label in wanted]
+        found = [m for m in _sentence_mentions(sentence, lexicon) if m.label in wanted]
         out += found if i == 0 else [replace(m, sentence=i) for m in found]
     return out
 
 
 def _expressions(
-    findings: Findings | None,
+    lexicon: Lexicon,
 ) -> list[tuple[str, re.Pattern[str], re.Pattern[str] | None]]:
-    """Each finding's naming expressions and anatomy phrases: the lexicon's, then ``findings``'."""
-    if findings is None:
+    """Each finding's naming expressions and anatomy phrases: the built-ins, then those the
+    hospital defined."""
+    if lexicon.findings is None:
         return _LEXICON
-    return _LEXICON + [(name, *compiled) for name, compiled in findings.compiled().items()]
+    return _LEXICON + [(name, *c) for name, c in lexicon.findings.compiled().items()]
 
 
 @functools.lru_cache(maxsize=2**15)
-def _sentence_mentions(sentence: str, findings: Findings | None) -> tuple[Mention, ...]:
+def _sentence_mentions(sentence: str, lexicon: Lexicon = PLAIN) -> tuple[Mention, ...]:
     """The mentions of every finding in one sentence, as the report's sentence 0. Remembered:
     hospitals' reports repeat their sentences ("No pneumothorax."), and a sentence reads the same
     in any report."""
     found: list[Mention] = []
     hardware = [m.span() for m in _HARDWARE_FRACTURE.finditer(sentence)]
-    for label, named, anatomy in _expressions(findings):
+    for label, named, anatomy in _expressions(lexicon):
         spans = [
             m.span()
             for m in named.finditer(sentence)
@@ -552,20 +328,19 @@ def _fields(sentence: str, found: list[Mention]) -> list[Mention]:
 def decisive_mentions(
     text: str,
     labels: Iterable[str],
-    findings: Findings | None = None,
-    corrections: Corrections | None = None,
+    lexicon: Lexicon = PLAIN,
 ) -> dict[str, Mention | None]:
     """Per label, the mention of ``text`` that decides the report's state (:func:`decide`); where
     an addendum mentions the label, the addendum's mentions alone decide it (a later read corrects
-    the first). ``findings``: those a hospital defined, read as the lexicon's are (an affirmed or
-    uncertain mention of one with a ``parent`` is one of its parent too: a hiatal hernia is a
-    hernia, but no hiatal hernia says nothing of other hernias); ``corrections``: phrasings its
-    readers corrected, read as corrected."""
+    the first). The findings a hospital defined (``lexicon.findings``) are read as the built-ins
+    are (an affirmed or uncertain mention of one with a ``parent`` is one of its parent too: a
+    hiatal hernia is a hernia, but no hiatal hernia says nothing of other hernias); the phrasings
+    its readers corrected (``lexicon.corrections``) are read as corrected."""
     labels = list(labels)
-    children = _children(labels, findings)
-    mentions = find_mentions(text, [*labels, *children], findings)
-    if corrections:
-        mentions = corrections.apply(mentions)
+    children = _children(labels, lexicon)
+    mentions = find_mentions(text, [*labels, *children], lexicon)
+    if lexicon.corrections:
+        mentions = lexicon.corrections.apply(mentions)
     mentions += [
         replace(m, label=children[m.label])
         for m in mentions
@@ -578,8 +353,9 @@ def decisive_mentions(
     return decide(mentions, labels)
 
 
-def _children(labels: list[str], findings: Findings | None) -> dict[str, str]:
-    """The findings of ``findings`` whose parent is one of ``labels`` -> that parent."""
+def _children(labels: list[str], lexicon: Lexicon) -> dict[str, str]:
+    """The findings a hospital defined whose parent is one of ``labels`` -> that parent."""
+    findings = lexicon.findings
     if findings is None:
         return {}
     return {f.name: f.parent for f in findings.findings if f.parent in labels}

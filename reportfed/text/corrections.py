@@ -27,7 +27,7 @@ import numpy as np
 
 from reportfed.core.errors import InputFileError
 from reportfed.text.assertion import Assertion, Mention, decisive_mentions
-from reportfed.text.findings import Findings
+from reportfed.text.lexicon import PLAIN, Lexicon
 
 #: a four-state cell -> the mention's state it means (blank: the finding is not mentioned)
 _READ: dict[float, Assertion] = {1.0: "affirmed", 0.0: "negated", -1.0: "uncertain"}
@@ -142,18 +142,18 @@ def learn(
     texts: Sequence[str],
     ids: Sequence[str],
     corrected: Mapping[tuple[int, str], float],
-    findings: Findings | None = None,
+    lexicon: Lexicon = PLAIN,
     source: str = "",
 ) -> Corrections:
     """The corrections that the ``corrected`` cells of a table say ((row, label) -> the reader's
     four-state value, NaN blank: :attr:`reportfed.data.table.ReportTable.corrected`, read from a
-    review page's download): where the rules read the label from a mention of the row's report
-    in ``texts`` and the reader's state differs. ``findings``: those the hospital defined, read
-    as the lexicon's. Two reports that correct one phrasing two ways are an error naming both
+    review page's download): where the rules read the label (with ``lexicon``, whose own
+    corrections are not applied) from a mention of the row's report in ``texts`` and the
+    reader's state differs. Two reports that correct one phrasing two ways are an error naming both
     (by ``ids``; ``source``: the table, which the log names beside each correction learnt)."""
     out: dict[tuple[str, str, str, Assertion], tuple[Correction, str]] = {}
     for (row, label), value in sorted(corrected.items()):
-        mention = decisive_mentions(texts[row], [label], findings)[label]
+        mention = decisive_mentions(texts[row], [label], Lexicon(lexicon.findings))[label]
         if mention is None:
             continue  # a finding the text does not name: a label for the model
         state = None if np.isnan(value) else _READ[value]

@@ -44,8 +44,7 @@ import numpy as np
 
 from reportfed.core.errors import ConfigError
 from reportfed.text.assertion import Mention, decisive_mentions, has_lexicon
-from reportfed.text.corrections import Corrections
-from reportfed.text.findings import Findings
+from reportfed.text.lexicon import PLAIN, Lexicon
 from reportfed.text.sentences import findings_sentences
 
 NO_FINDING = "No Finding"
@@ -116,39 +115,35 @@ def readable(text: str, mentions: dict[str, Mention | None]) -> bool:
 def report_mentions(
     texts: Sequence[str],
     labels: Sequence[str],
-    findings: Findings | None = None,
-    corrections: Corrections | None = None,
+    lexicon: Lexicon = PLAIN,
 ) -> list[dict[str, Mention | None]]:
-    """Per report, the mention that decides each lexicon label of ``labels`` (``None``: the text
-    does not name it; labels without a lexicon, or outside the hospital's ``findings``, are
-    absent), with the phrasings of ``corrections`` read as corrected."""
-    lexical = [name for name in labels if has_lexicon(name, findings)]
-    return [decisive_mentions(text, lexical, findings, corrections) for text in texts]
+    """Per report, the mention that decides each label of ``labels`` the ``lexicon`` reads
+    (``None``: the text does not name it; the labels it does not read are absent)."""
+    lexical = [name for name in labels if has_lexicon(name, lexicon)]
+    return [decisive_mentions(text, lexical, lexicon) for text in texts]
 
 
 def rule_states(
     texts: Sequence[str],
     labels: Sequence[str],
-    findings: Findings | None = None,
-    corrections: Corrections | None = None,
+    lexicon: Lexicon = PLAIN,
 ) -> np.ndarray:
-    """The four states the text rules alone read of each of ``labels`` (each with a lexicon, or
-    a finding of ``findings``; the phrasings of ``corrections`` read as corrected) in each
-    report: 1.0 affirmed, 0.0 negated, -1.0 uncertain, NaN not mentioned, or every label NaN in
-    a report in another language (:func:`other_language`), which the rules cannot read."""
-    return _rule_reading(texts, labels, findings, corrections)[0]
+    """The four states the text rules alone read with ``lexicon`` of each of ``labels`` in each
+    report: 1.0 affirmed, 0.0 negated, -1.0 uncertain, NaN not mentioned (or not read by the
+    lexicon), or every label NaN in a report in another language (:func:`other_language`),
+    which the rules cannot read."""
+    return _rule_reading(texts, labels, lexicon)[0]
 
 
 def _rule_reading(
     texts: Sequence[str],
     labels: Sequence[str],
-    findings: Findings | None,
-    corrections: Corrections | None,
+    lexicon: Lexicon,
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`rule_states`, and which reports are in another language."""
     out = np.full((len(texts), len(labels)), np.nan, dtype=np.float32)
     foreign = np.array([other_language(t) for t in texts], dtype=bool)
-    for i, found in enumerate(report_mentions(texts, labels, findings, corrections)):
+    for i, found in enumerate(report_mentions(texts, labels, lexicon)):
         if foreign[i]:
             continue
         for c, name in enumerate(labels):
@@ -161,15 +156,14 @@ def _rule_reading(
 def read_labels(
     texts: Sequence[str],
     labels: Sequence[str],
-    findings: Findings | None = None,
-    corrections: Corrections | None = None,
+    lexicon: Lexicon = PLAIN,
 ) -> np.ndarray:
     """What the text alone says of each of ``labels`` (:func:`rule_states`) as training labels
     for a site that does not annotate them: 1.0 where a mention affirms the finding, 0.0 where
     one negates it or none names it, NaN (not annotated) where the report hedges it or is in
     another language, as the CheXpert labeler's U-Ignore policy trains: on IU, hedged findings
     are mostly not indexed, and counting them positive halves Pneumonia's agreement with MeSH."""
-    states, foreign = _rule_reading(texts, labels, findings, corrections)
+    states, foreign = _rule_reading(texts, labels, lexicon)
     out = np.where(np.isnan(states), np.float32(0.0), states)
     out[states == -1.0] = np.nan
     out[foreign] = np.nan  # says nothing: not 0
@@ -184,18 +178,18 @@ def chexpert_states(
     mentions: Sequence[dict[str, Mention | None]] | None = None,
     calibrated: np.ndarray | None = None,
     inferred: np.ndarray | None = None,
-    findings: Findings | None = None,
+    lexicon: Lexicon = PLAIN,
 ) -> np.ndarray:
     """``(len(texts), len(labels))`` states: 1.0, 0.0, -1.0 or NaN (see the module docstring)
     from the model's probabilities ``proba`` and, where given, the ``calibrated`` ones;
     ``mentions`` reuses :func:`report_mentions` of ``texts``; ``inferred`` marks the cells whose
     score comes from a sentence naming other findings (:func:`unmentioned_candidates` says
-    which cells to look at); ``findings``: those the hospital defined, read as the lexicon's."""
+    which cells to look at); ``lexicon``: what the text rules read with."""
     if proba.shape != (len(texts), len(labels)):
         raise ConfigError(f"proba has shape {proba.shape}, expected ({len(texts)}, {len(labels)})")
-    mentions = report_mentions(texts, labels, findings) if mentions is None else mentions
+    mentions = report_mentions(texts, labels, lexicon) if mentions is None else mentions
     present = proba >= np.asarray(thresholds)
-    unmentioned_present = unmentioned_candidates(proba, labels, thresholds, mentions, findings)
+    unmentioned_present = unmentioned_candidates(proba, labels, thresholds, mentions, lexicon)
     if calibrated is not None:
         floor = (
             UNMENTIONED_FLOOR
@@ -204,9 +198,9 @@ def chexpert_states(
         )
         unmentioned_present &= calibrated >= floor
     out = np.full(proba.shape, np.nan, dtype=np.float32)
-    lexical = [c for c, name in enumerate(labels) if has_lexicon(name, findings)]
+    lexical = [c for c, name in enumerate(labels) if has_lexicon(name, lexicon)]
     other = [
-        c for c, name in enumerate(labels) if not has_lexicon(name, findings) and name != NO_FINDING
+        c for c, name in enumerate(labels) if not has_lexicon(name, lexicon) and name != NO_FINDING
     ]
     out[:, other] = present[:, other]
     unread = np.array([not readable(t, m) for t, m in zip(texts, mentions, strict=True)])
@@ -232,13 +226,13 @@ def unmentioned_candidates(
     labels: Sequence[str],
     thresholds: np.ndarray,
     mentions: Sequence[dict[str, Mention | None]],
-    findings: Findings | None = None,
+    lexicon: Lexicon = PLAIN,
 ) -> np.ndarray:
-    """The cells :func:`chexpert_states` may call from the model alone: a lexicon label (or a
-    finding of ``findings``) the report does not name, scored at least ``max(t, 0.5)``."""
+    """The cells :func:`chexpert_states` may call from the model alone: a label ``lexicon``
+    reads that the report does not name, scored at least ``max(t, 0.5)``."""
     out = proba >= np.maximum(thresholds, UNMENTIONED_FLOOR)
     for c, name in enumerate(labels):
-        if has_lexicon(name, findings):
+        if has_lexicon(name, lexicon):
             out[:, c] &= np.array([m.get(name) is None for m in mentions], dtype=bool)
         else:
             out[:, c] = False

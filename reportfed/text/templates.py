@@ -19,7 +19,7 @@ from itertools import product
 import numpy as np
 
 from reportfed.core.labels import LabelSpace
-from reportfed.text.findings import Findings
+from reportfed.text.lexicon import PLAIN, Lexicon
 
 #: sentences that state a finding, ``{}`` its name
 STATING = ("{}.", "There is {}.", "Findings consistent with {}.")
@@ -46,10 +46,10 @@ NAMES: dict[str, tuple[str, ...]] = {
 DEFINED_NAMES = 3
 
 
-def names(label: str, findings: Findings | None = None) -> tuple[str, ...]:
-    """The phrases template sentences use for ``label``: ``NAMES``'s; for a finding of
-    ``findings`` (a hospital's definitions) its first :data:`DEFINED_NAMES` phrases; else its
-    name."""
+def names(label: str, lexicon: Lexicon = PLAIN) -> tuple[str, ...]:
+    """The phrases template sentences use for ``label``: ``NAMES``'s; for a finding a hospital
+    defined (in ``lexicon``) its first :data:`DEFINED_NAMES` phrases; else its name."""
+    findings = lexicon.findings
     if findings is not None and label in findings:
         phrases = findings.finding(label).phrases[:DEFINED_NAMES]
         if phrases:
@@ -58,12 +58,12 @@ def names(label: str, findings: Findings | None = None) -> tuple[str, ...]:
 
 
 def template_rows(
-    labels: LabelSpace, of: LabelSpace | None = None, findings: Findings | None = None
+    labels: LabelSpace, of: LabelSpace | None = None, lexicon: Lexicon = PLAIN
 ) -> tuple[list[str], np.ndarray]:
     """The template sentences of every label of ``of`` (default: of ``labels``) and their labels
     over ``labels``: 1 for the label a stating sentence names, 0 for every other entry but the
     ``UNSTATED`` labels of a negating sentence, which are not annotated (NaN): "No pneumothorax."
-    does not say whether anything else was found. A finding of ``findings`` is named by its
+    does not say whether anything else was found. A finding a hospital defined is named by its
     phrases (:func:`names`)."""
     unstated = [j for j, name in enumerate(labels) if name in UNSTATED]
     texts: list[str] = []
@@ -72,7 +72,7 @@ def template_rows(
         if name in UNSTATED or (of is not None and name not in of):
             continue
         for (patterns, value), finding in product(
-            ((STATING, 1.0), (NEGATING, 0.0)), names(name, findings)
+            ((STATING, 1.0), (NEGATING, 0.0)), names(name, lexicon)
         ):
             for pattern in patterns:
                 sentence = pattern.format(finding)
