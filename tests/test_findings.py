@@ -225,3 +225,59 @@ def test_a_table_names_a_finding_by_its_name_or_an_alias(tmp_path: Path) -> None
     assert table.label_space.names == (HERNIA, AORTA, "Edema")  # the table's column order
     assert table.labels[:, 0].tolist() == [1.0, 0.0] and table.ignored_columns == ("Notes",)
     assert read_table(path).label_space.names == ("Edema",)  # without the file: not labels
+
+
+def test_a_hospitals_change_to_one_built_in_phrase_changes_that_phrase_and_nothing_else(
+    tmp_path: Path, iu_archive: Path
+) -> None:
+    """A [[change]] table takes "vascular congestion" away from Edema at one hospital: on every
+    IU report and the three suites, every CheXpert cell reads as before but Edema's in the
+    reports whose Edema mention was that phrase; and a phrase it adds names the finding."""
+    import numpy as np
+    import pandas as pd
+
+    from reportfed.core.labels import CHEXPERT_14
+    from reportfed.data.iu import load_iu
+    from reportfed.text.states import rule_states
+
+    path = tmp_path / "findings.toml"
+    path.write_text(
+        '[[change]]\nname = "Edema"\nunmention = ["vascular congestion"]\n'
+        'phrases = ["alveolar flooding"]\n'
+    )
+    changed = Lexicon(read_findings(path))
+    assert changed.findings is not None and changed.findings.names == ()  # it defines nothing
+    texts = load_iu(iu_archive).texts + [
+        report
+        for suite in ("behaviour", "layouts", "mimic_style")
+        for report in pd.read_csv(ROOT / "tests" / "data" / f"{suite}.csv")["report"]
+    ]
+    labels = [name for name in CHEXPERT_14 if name != "No Finding"]  # the rules' findings
+    before, after = rule_states(texts, labels), rule_states(texts, labels, changed)
+    differ = ~((before == after) | (np.isnan(before) & np.isnan(after)))
+    edema = labels.index("Edema")
+    assert not np.delete(differ, edema, axis=1).any()  # no other finding's cell moved
+    rows = np.flatnonzero(differ[:, edema])
+    decided = report_mentions([texts[i] for i in rows], ["Edema"])
+    assert len(rows) >= 20
+    for mention in (found["Edema"] for found in decided):  # each was that phrase's doing
+        assert mention is not None
+        assert "vascular congestion" in mention.text[mention.span[0] : mention.span[1]].lower()
+    assert rule_states(["Alveolar flooding."], ["Edema"], changed)[0, 0] == 1.0
+    assert np.isnan(rule_states(["Alveolar flooding."], ["Edema"])[0, 0])
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('[[change]]\nname = "Hiatal hernia"\nunmention = ["x y"]\n', "is no built-in finding"),
+        ('[[change]]\nname = "Edema"\naliases = ["Wet lung"]\n', "a [[change]] has name, phrases, patterns, unmention alone, not 'aliases'"),
+        ('[[change]]\nname = "Edema"\n', "a change has phrases, patterns or unmention"),
+    ],
+)
+def test_a_change_that_cannot_be_used_is_one_error(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "findings.toml"
+    path.write_text(text)
+    with pytest.raises(InputFileError) as error:
+        read_findings(path)
+    assert message in str(error.value)

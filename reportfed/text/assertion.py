@@ -98,8 +98,17 @@ _HARDWARE_FRACTURE = re.compile(
 )
 _ANATOMY_RE = {label: _compile(p) for label, p in ANATOMY.items() if p}
 _GONE_RE = {label: _compile(p) for label, p in GONE.items()}
-#: each lexicon label with its naming expressions and anatomy phrases
-_LEXICON = [(label, _FINDING_RE[label], _ANATOMY_RE.get(label)) for label in FINDINGS]
+#: a finding, its naming expressions, anatomy phrases and unmention expressions
+Expressions = tuple[
+    str, tuple[re.Pattern[str], ...], re.Pattern[str] | None, tuple[re.Pattern[str], ...]
+]
+#: each lexicon label with its expressions
+_UNMENTION_RE = {label: _compile(p) for label, p in BUILTIN.unmention.items()}
+_LEXICON: list[Expressions] = [
+    (label, (_FINDING_RE[label],), _ANATOMY_RE.get(label),
+     (_UNMENTION_RE[label],) if label in _UNMENTION_RE else ())
+    for label in FINDINGS
+]  # fmt: skip
 #: a field of a structured report: "Pneumothorax: none.", "Lines and tubes: ..." (the name, the
 #: colon, the value); its value says what the name's finding is
 _FIELD = re.compile(r"^\s*[A-Za-z][A-Za-z /&,-]{0,40}?:\s*")
@@ -256,14 +265,37 @@ def find_mentions(
     return out
 
 
-def _expressions(
-    lexicon: Lexicon,
-) -> list[tuple[str, re.Pattern[str], re.Pattern[str] | None]]:
-    """Each finding's naming expressions and anatomy phrases: the built-ins, then those the
-    hospital defined."""
+@functools.lru_cache(maxsize=8)
+def _expressions(lexicon: Lexicon) -> list[Expressions]:
+    """Each finding's naming expressions, anatomy phrases and ``unmention`` expressions: the
+    built-ins with a hospital's changes to them, then the findings it defined."""
     if lexicon.findings is None:
         return _LEXICON
-    return _LEXICON + [(name, *c) for name, c in lexicon.findings.compiled().items()]
+    changes = lexicon.findings.changes()
+    out: list[Expressions] = []
+    for label, named, anatomy, unmention in _LEXICON:
+        more, less = changes.get(label, (None, None))
+        out.append((label, named + ((more,) if more else ()), anatomy,
+                    unmention + ((less,) if less else ())))  # fmt: skip
+    for name, (defined, defined_anatomy) in lexicon.findings.compiled().items():
+        less = changes.get(name, (None, None))[1]
+        out.append((name, (defined,), defined_anatomy, (less,) if less else ()))
+    return out
+
+
+def _spans(
+    sentence: str, named: tuple[re.Pattern[str], ...], unmention: tuple[re.Pattern[str], ...]
+) -> list[tuple[int, int]]:
+    """Where ``named`` name a finding in ``sentence``: each match that overlaps no earlier one
+    and no match of ``unmention``, in order."""
+    taken = [m.span() for p in unmention for m in p.finditer(sentence)]
+    spans: list[tuple[int, int]] = []
+    for pattern in named:
+        for m in pattern.finditer(sentence):
+            a, b = m.span()
+            if not any(a < d and c < b for c, d in (*taken, *spans)):
+                spans.append((a, b))
+    return sorted(spans)
 
 
 @functools.lru_cache(maxsize=2**15)
@@ -273,12 +305,12 @@ def _sentence_mentions(sentence: str, lexicon: Lexicon = PLAIN) -> tuple[Mention
     in any report."""
     found: list[Mention] = []
     hardware = [m.span() for m in _HARDWARE_FRACTURE.finditer(sentence)]
-    for label, named, anatomy in _expressions(lexicon):
+    for label, named, anatomy, unmention in _expressions(lexicon):
         spans = [
-            m.span()
-            for m in named.finditer(sentence)
-            if not _CAVEAT.search(sentence, 0, m.start())
-            and not (label == "Fracture" and any(a <= m.start() < b for a, b in hardware))
+            (start, end)
+            for start, end in _spans(sentence, named, unmention)
+            if not _CAVEAT.search(sentence, 0, start)
+            and not (label == "Fracture" and any(a <= start < b for a, b in hardware))
         ]
         for span in spans:
             state, cue = _assert(sentence, *span)

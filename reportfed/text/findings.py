@@ -12,6 +12,19 @@ One ``[[finding]]`` table per finding::
     anatomy = ["gastroesophageal junction"]      # optional: named beside a normal/abnormal word
     aliases = ["Hiatus Hernia"]                  # optional: other sites' column names for it
     parent = "Hernia"                            # optional: the label it refines
+    unmention = ["sliding hiatal hernia repair"] # optional: phrases that name it but are no
+                                                 # mention of it
+
+A ``[[change]]`` table changes how reportfed reads one of its built-in findings at this
+hospital (the built-in lexicon is ``reportfed/text/lexicon.toml``, in this format)::
+
+    [[change]]
+    name = "Edema"                          # a built-in finding
+    unmention = ["vascular congestion"]     # phrases that no longer mention it here
+    phrases = ["alveolar flooding"]         # more ways to name it
+
+Its ``phrases`` and ``patterns`` are more ways to name the finding, its ``unmention`` phrases
+take a mention away where they match; it has no other keys.
 
 A file that cannot be used ends in one :class:`~reportfed.core.errors.InputFileError` naming
 its line: a key reportfed does not know, a phrase or pattern that matches everything, a name
@@ -45,6 +58,7 @@ import tomllib
 from reportfed.core.errors import InputFileError
 from reportfed.core.labels import KNOWN_LABELS, LabelError, canonical
 from reportfed.core.limits import MAX_NAME
+from reportfed.text.lexicon import BUILTIN
 
 #: definitions one file or record may hold, phrases (or patterns, anatomy phrases, aliases) one
 #: finding may have, and characters of one of them
@@ -60,7 +74,10 @@ KEYS = {
     "anatomy": True,
     "aliases": True,
     "parent": False,
+    "unmention": True,
 }
+#: the keys of a ``[[change]]`` table, which changes a built-in finding
+CHANGE_KEYS = ("name", "phrases", "patterns", "unmention")
 #: ordinary sentences a finding's pattern must not all match (one that does names nothing)
 _ORDINARY = (
     "The lungs are clear.",
@@ -79,8 +96,10 @@ _COMMON = frozenset((
 class Finding:
     """One defined finding: its ``name``, the ``phrases`` (plain words) and ``patterns``
     (regular expressions) that name it, the ``anatomy`` phrases that mention it beside a
-    normal or abnormal word, other sites' names for it (``aliases``) and the label it refines
-    (``parent``)."""
+    normal or abnormal word, other sites' names for it (``aliases``), the label it refines
+    (``parent``) and the phrases that are no mention of it (``unmention``). A ``change``
+    (a ``[[change]]`` table) changes the built-in finding of that name instead of defining
+    one."""
 
     name: str
     phrases: tuple[str, ...] = ()
@@ -88,6 +107,8 @@ class Finding:
     anatomy: tuple[str, ...] = ()
     aliases: tuple[str, ...] = ()
     parent: str | None = None
+    unmention: tuple[str, ...] = ()
+    change: bool = False
 
     def expressions(self) -> tuple[str, ...]:
         """Every regular expression that names the finding: each phrase as whole words, any
@@ -106,24 +127,35 @@ class Findings:
         return hash(self.checksum)
 
     @property
+    def defined(self) -> tuple[Finding, ...]:
+        """The findings defined here (not the changes to built-in ones)."""
+        return tuple(f for f in self.findings if not f.change)
+
+    @property
     def names(self) -> tuple[str, ...]:
-        return tuple(f.name for f in self.findings)
+        """The names of the findings defined here."""
+        return tuple(f.name for f in self.defined)
 
     def __contains__(self, name: object) -> bool:
         return name in self.names
 
     def finding(self, name: str) -> Finding:
-        """The finding named ``name``."""
-        return next(f for f in self.findings if f.name == name)
+        """The finding defined here named ``name``."""
+        return next(f for f in self.defined if f.name == name)
 
     def columns(self) -> dict[str, str]:
-        """The table columns that hold each finding, in lower case: its name and its aliases
-        (other sites' names for it) -> its name."""
-        return {n.casefold(): f.name for f in self.findings for n in (f.name, *f.aliases)}
+        """The table columns that hold each defined finding, in lower case: its name and its
+        aliases (other sites' names for it) -> its name."""
+        return {n.casefold(): f.name for f in self.defined for n in (f.name, *f.aliases)}
 
     def compiled(self) -> Mapping[str, tuple[re.Pattern[str], re.Pattern[str] | None]]:
-        """Per finding, its naming expressions and its anatomy phrases compiled."""
-        return _compiled(self)
+        """Per defined finding, its naming expressions and its anatomy phrases compiled."""
+        return _compiled(self)[0]
+
+    def changes(self) -> Mapping[str, tuple[re.Pattern[str] | None, re.Pattern[str] | None]]:
+        """Per finding (built-in or defined here), its further naming expressions (of a change
+        to a built-in finding) and its ``unmention`` phrases compiled, where it has either."""
+        return _compiled(self)[1]
 
     def record(self) -> dict[str, Any]:
         """The definitions as a model file's provenance keeps them (:meth:`from_record`)."""
@@ -145,19 +177,35 @@ class Findings:
         for k, table in enumerate(tables):
             if not isinstance(table, Mapping):
                 raise InputFileError(f"{places.header(k)}: a definition must be a table")
-            given = {key: value for key, value in table.items() if value not in (None, [], (), "")}
-            found.append(_finding(k, given, places))
+            given = {key: v for key, v in table.items() if v not in (None, [], (), "", False)}
+            change = bool(given.pop("change", False))
+            found.append(_finding(k, given, places, change=change))
         _check_together(found, places)
         return cls(tuple(found), record["checksum"])
 
 
+Compiled = re.Pattern[str]
+
+
 @functools.lru_cache(maxsize=8)
-def _compiled(findings: Findings) -> dict[str, tuple[re.Pattern[str], re.Pattern[str] | None]]:
-    out = {}
+def _compiled(
+    findings: Findings,
+) -> tuple[
+    dict[str, tuple[Compiled, Compiled | None]], dict[str, tuple[Compiled | None, Compiled | None]]
+]:
+    defined, changes = {}, {}
     for f in findings.findings:
         anatomy = [phrase_pattern(p) for p in f.anatomy]
-        out[f.name] = (_compile(f.expressions()), _compile(anatomy) if anatomy else None)
-    return out
+        unmention = [phrase_pattern(p) for p in f.unmention]
+        if not f.change:
+            defined[f.name] = (_compile(f.expressions()), _compile(anatomy) if anatomy else None)
+        more = f.expressions() if f.change else ()
+        if more or unmention:
+            changes[f.name] = (
+                _compile(more) if more else None,
+                _compile(unmention) if unmention else None,
+            )
+    return defined, changes
 
 
 def _compile(patterns: tuple[str, ...] | list[str]) -> re.Pattern[str]:
@@ -188,23 +236,33 @@ def read_findings(path: str | Path) -> Findings:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InputFileError(f"{path}: not TOML ({exc})") from None
-    lines = _Lines(path, text)
-    for key in data:
-        if key != "finding":
-            raise _error(lines.key(key), f"unknown key {key!r} (findings are [[finding]])")
-    tables = data.get("finding", [])
-    if not isinstance(tables, list) or not tables:
-        raise InputFileError(f"{path}: no [[finding]] table")
-    for k, table in enumerate(tables):
-        if not isinstance(table, dict):
-            raise _error(lines.header(k), "a [[finding]] must be a table")
-    findings = [_finding(k, table, lines) for k, table in enumerate(tables)]
-    _check_together(findings, lines)
-    return Findings(tuple(findings), hashlib.sha256(raw).hexdigest())
+    found: list[Finding] = []
+    for kind in ("finding", "change"):
+        lines = _Lines(path, text, kind)
+        for key in data:
+            if key not in ("finding", "change"):
+                raise _error(
+                    lines.key(key), f"unknown key {key!r} (tables are [[finding]] or [[change]])"
+                )
+        tables = data.get(kind, [])
+        if not isinstance(tables, list):
+            raise _error(lines.key(kind), f"{kind} must be [[{kind}]] tables")
+        for k, table in enumerate(tables):
+            if not isinstance(table, dict):
+                raise _error(lines.header(k), f"a [[{kind}]] must be a table")
+        these = [
+            _finding(k, table, lines, change=kind == "change") for k, table in enumerate(tables)
+        ]
+        _check_together(these, lines)
+        found += these
+    if not found:
+        raise InputFileError(f"{path}: no [[finding]] or [[change]] table")
+    return Findings(tuple(found), hashlib.sha256(raw).hexdigest())
 
 
-def _finding(k: int, table: Mapping[str, Any], places: _Places) -> Finding:
-    """The ``k``-th finding's table, checked alone."""
+def _finding(k: int, table: Mapping[str, Any], places: _Places, *, change: bool = False) -> Finding:
+    """The ``k``-th finding's table (``change``: a change to a built-in finding), checked
+    alone."""
     for key, value in table.items():
         if key not in KEYS:
             known = ", ".join(KEYS)
@@ -223,15 +281,29 @@ def _finding(k: int, table: Mapping[str, Any], places: _Places) -> Finding:
         raise _error(places.header(k), "a finding needs a name")
     if len(name) > MAX_NAME or not name.isprintable():
         raise _error(places.key("name", k), f"a name is 1 to {MAX_NAME} printable characters")
-    if not table.get("phrases") and not table.get("patterns"):
+    if change:
+        if not _builtin(name) or canonical(name) not in BUILTIN.findings:
+            raise _error(places.key("name", k), f"{name!r} is no built-in finding to change")
+        name = canonical(name)
+        for key in table:
+            if key not in CHANGE_KEYS:
+                raise _error(
+                    places.key(key, k),
+                    f"a [[change]] has {', '.join(CHANGE_KEYS)} alone, not {key!r}",
+                )
+        if not any(table.get(key) for key in CHANGE_KEYS[1:]):
+            raise _error(places.header(k), f"{name!r}: a change has phrases, patterns or unmention")
+    elif not table.get("phrases") and not table.get("patterns"):
         raise _error(places.header(k), f"{name!r} has no phrases (or patterns) naming it")
-    for alias in [name, *table.get("aliases", [])]:
+    for alias in [] if change else [name, *table.get("aliases", [])]:
         if _builtin(alias):
             where = places.key("name" if alias == name else "aliases", k)
             raise _error(
-                where, f"{alias!r} is the built-in label {canonical(alias)!r}: choose another name"
+                where,
+                f"{alias!r} is the built-in label {canonical(alias)!r}: choose another name "
+                "(a [[change]] table changes how a built-in finding is read)",
             )
-    for key in ("phrases", "patterns", "anatomy"):
+    for key in ("phrases", "patterns", "anatomy", "unmention"):
         for value in table.get(key, []):
             where = places.value(value, k, key)
             if len(value) > MAX_EXPRESSION:
@@ -239,6 +311,12 @@ def _finding(k: int, table: Mapping[str, Any], places: _Places) -> Finding:
                     where, f"a {key[:-1]} of {len(value)} characters: at most {MAX_EXPRESSION}"
                 )
             expression = value if key == "patterns" else phrase_pattern(value)
+            if key == "unmention":  # it names the finding, on purpose: no other check
+                try:
+                    _compile([expression])
+                except re2.error:
+                    raise _error(where, f"{value!r} cannot be read as a phrase") from None
+                continue
             try:
                 compiled = _compile([expression])
             except re2.error as exc:
@@ -259,6 +337,8 @@ def _finding(k: int, table: Mapping[str, Any], places: _Places) -> Finding:
         tuple(table.get("anatomy", [])),
         tuple(table.get("aliases", [])),
         canonical(parent, allow_unknown=True) if parent else None,
+        tuple(table.get("unmention", [])),
+        change,
     )
 
 
@@ -315,10 +395,11 @@ class _Places(Protocol):
 class _Lines:
     """Where things are in a file: its lines."""
 
-    def __init__(self, path: Path, text: str) -> None:
+    def __init__(self, path: Path, text: str, kind: str = "finding") -> None:
         self.path = path
         self.lines = text.splitlines()
-        self.headers = [i for i, line in enumerate(self.lines) if line.strip() == "[[finding]]"]
+        header = f"[[{kind}]]"
+        self.headers = [i for i, line in enumerate(self.lines) if line.strip() == header]
 
     def _at(self, line: int) -> str:
         return f"{self.path}:{line}"

@@ -29,13 +29,15 @@ LEXICON_FILE = "lexicon.toml"
 
 @dataclass(frozen=True)
 class BuiltIn:
-    """The shipped lexicon: per finding its ``patterns``, ``anatomy`` patterns and ``gone``
-    patterns, the cue lists (``cues``: regular expressions, fragments filled in) and the word
-    lists (``words``: matched as whole words), and the file's SHA-256."""
+    """The shipped lexicon: per finding its ``patterns``, ``anatomy`` patterns, ``gone``
+    patterns and ``unmention`` patterns (what names it but is no mention of it), the cue lists
+    (``cues``: regular expressions, fragments filled in) and the word lists (``words``: matched
+    as whole words), and the file's SHA-256."""
 
     findings: dict[str, tuple[str, ...]]
     anatomy: dict[str, tuple[str, ...]]
     gone: dict[str, tuple[str, ...]]
+    unmention: dict[str, tuple[str, ...]]
     cues: dict[str, tuple[str, ...]]
     words: dict[str, tuple[str, ...]]
     checksum: str
@@ -59,18 +61,22 @@ def read_builtin(text: bytes) -> BuiltIn:
             pattern = pattern.replace("{" + name + "}", value)
         return pattern
 
-    findings, anatomy, gone = {}, {}, {}
+    findings: dict[str, tuple[str, ...]] = {}
+    anatomy: dict[str, tuple[str, ...]] = {}
+    gone: dict[str, tuple[str, ...]] = {}
+    unmention: dict[str, tuple[str, ...]] = {}
     for entry in data["finding"]:
         name = entry["name"]
         findings[name] = tuple(entry["patterns"])
-        if entry.get("anatomy_patterns"):
-            anatomy[name] = tuple(entry["anatomy_patterns"])
-        if entry.get("gone"):
-            gone[name] = tuple(entry["gone"])
+        for key, kept in (("anatomy_patterns", anatomy), ("gone", gone),
+                          ("unmention_patterns", unmention)):  # fmt: skip
+            if entry.get(key):
+                kept[name] = tuple(entry[key])
     return BuiltIn(
         findings,
         anatomy,
         gone,
+        unmention,
         {name: tuple(map(filled, values)) for name, values in data["cues"].items()},
         {name: tuple(values) for name, values in data["words"].items()},
         hashlib.sha256(text).hexdigest(),
