@@ -271,7 +271,10 @@ def test_a_hospitals_change_to_one_built_in_phrase_changes_that_phrase_and_nothi
     ("text", "message"),
     [
         ('[[change]]\nname = "Hiatal hernia"\nunmention = ["x y"]\n', "is no built-in finding"),
-        ('[[change]]\nname = "Edema"\naliases = ["Wet lung"]\n', "a [[change]] has name, phrases, patterns, unmention alone, not 'aliases'"),
+        (
+            '[[change]]\nname = "Edema"\naliases = ["Wet lung"]\n',
+            "a [[change]] has name, phrases, patterns, unmention alone, not 'aliases'",
+        ),
         ('[[change]]\nname = "Edema"\n', "a change has phrases, patterns or unmention"),
     ],
 )
