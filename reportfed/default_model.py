@@ -24,6 +24,7 @@ from reportfed.core.errors import ModelFileError
 from reportfed.core.labels import CHEXPERT_14
 from reportfed.core.paths import cache_dir
 from reportfed.reader import ReportReader
+from reportfed.text.lexicon import BUILTIN
 from reportfed.text.model_file import FORMAT
 
 if TYPE_CHECKING:
@@ -38,10 +39,12 @@ RECIPE = 3
 
 
 def default_model_path() -> Path:
-    """Where the default model is cached: one file per reportfed version, model-file format and
-    :data:`RECIPE` (a model of an older format or recipe is built again)."""
+    """Where the default model is cached: one file per reportfed version, model-file format,
+    :data:`RECIPE` and lexicon (its calibration is fitted with the text rules' mentions), so a
+    model of an older format, recipe or lexicon is built again."""
     fmt = FORMAT.rsplit("/", 1)[-1]
-    name = f"iu-minilm-sentence-{__version__}-f{fmt}-r{RECIPE}.safetensors"
+    lexicon = BUILTIN.checksum[:8]
+    name = f"iu-minilm-sentence-{__version__}-f{fmt}-r{RECIPE}-l{lexicon}.safetensors"
     return cache_dir() / "models" / name
 
 

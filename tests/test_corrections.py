@@ -16,11 +16,12 @@ from reportfed.text.lexicon import Lexicon
 from reportfed.text.states import read_labels, report_mentions
 
 #: a review page's download: r4's hedged pneumonia read as present, r1's unmentioned edema as
-#: uncertain, r7's "aspiration" as no pneumonia at all (blank), and a row the reader left alone
+#: uncertain, r7's "infection" (of the precautions) as no pneumonia at all (blank), and a row
+#: the reader left alone
 DOWNLOAD = """id,Reports,Pneumonia,Lung Opacity,Edema,Corrected
 r4,Patchy airspace opacity in the right lower lobe concerning for pneumonia.,1,1,,Pneumonia
 r1,Heart size is normal. The lungs are clear.,,,-1,Edema
-r7,Aspiration precautions. Right basilar opacity.,,1,,pneumonia
+r7,Infection precautions. Right basilar opacity.,,1,,pneumonia
 r8,Small opacity concerning for pneumonia.,-1,1,,
 """
 
@@ -52,12 +53,12 @@ def test_corrections_of_mentions_are_learnt_as_phrasings(tmp_path) -> None:  # t
     # r1's edema is not mentioned: a label for the model, no phrasing
     assert [c.describe() for c in learnt.corrections] == [
         "'concerning for pneumonia' reads Pneumonia affirmed (the rules read uncertain)",
-        "'aspiration' is no mention of Pneumonia (the rules read affirmed)",
+        "'infection' is no mention of Pneumonia (the rules read affirmed)",
     ]
     texts = [
         "Left basilar opacity, concerning for pneumonia.",  # the phrasing, in another report
-        "Opacity concerning for aspiration.",  # another finding word after the cue
-        "Aspiration precautions.",
+        "Opacity concerning for infection.",  # another finding word after the cue
+        "Infection precautions.",
         "No pneumonia.",
     ]
     read = read_labels(texts, ["Pneumonia"], Lexicon(corrections=learnt))

@@ -180,7 +180,7 @@ def test_a_reader_corrects_states_keeps_them_and_trains_a_site_on_them(
         "Reports": [
             pd.read_csv(EXAMPLES).set_index("id").loc["r4", "Reports"],
             "Left basilar opacity, concerning for pneumonia.",
-            "Right basilar opacity concerning for aspiration.",
+            "Right basilar opacity concerning for infection.",
         ],
     }).to_csv(again, index=False)  # fmt: skip
     assert main(["label", "--reports", str(again), "--model", str(model), "--out",

@@ -77,7 +77,14 @@ _VERSUS = re.compile(BUILTIN.cue("versus"), re.IGNORECASE)
 #: between two findings after a "versus": the differential goes on ("atelectasis versus
 #: consolidation, aspiration"); an "and" ends it ("..., and a small effusion")
 _DIFFERENTIAL_GOES_ON = re.compile(r"^\s*,\s*(?:or\s+)?$", re.IGNORECASE)
-_FINDING_RE = {label: _compile(p) for label, p in FINDINGS.items()}
+#: per finding, what names it: its patterns, then those that name it hedged
+_FINDING_RE = {
+    label: _compile((*p, *BUILTIN.uncertain.get(label, ()))) for label, p in FINDINGS.items()
+}
+#: per finding, the patterns that name it hedged, by convention ("vascular congestion": Edema -1)
+_HEDGED_NAME_RE = {label: _compile(p) for label, p in BUILTIN.uncertain.items()}
+#: what rules out No Finding beyond the findings (a blunted costophrenic angle, aspiration)
+_BREAKS_NO_FINDING = _compile(BUILTIN.breaks_no_finding)
 #: a hedge right before these governs what they name, not the finding before it ("opacity,
 #: possibly representing pneumonia": the opacity is seen, pneumonia is the doubt)
 _CAUSE_NEXT = re.compile(
@@ -248,6 +255,26 @@ def _hedged(sentence: str, mentions: list[Mention]) -> list[Mention]:
     ]
 
 
+def breaks_no_finding(text: str) -> Mention | None:
+    """The first affirmed or hedged mention in ``text`` of what rules out No Finding beyond the
+    findings (the lexicon's ``[no_finding] breaks``: a blunted costophrenic angle, aspiration),
+    or ``None``."""
+    for sentence in findings_sentences(text):
+        found = _sentence_breaks(sentence)
+        if found is not None:
+            return found
+    return None
+
+
+@functools.lru_cache(maxsize=2**12)
+def _sentence_breaks(sentence: str) -> Mention | None:
+    for m in _BREAKS_NO_FINDING.finditer(sentence):
+        state, cue = _assert(sentence, *m.span())
+        if state != "negated":
+            return Mention("No Finding", 0, m.span(), state, text=sentence, cue=cue)
+    return None
+
+
 def find_mentions(
     text: str, labels: Iterable[str] | None = None, lexicon: Lexicon = PLAIN
 ) -> list[Mention]:
@@ -312,8 +339,11 @@ def _sentence_mentions(sentence: str, lexicon: Lexicon = PLAIN) -> tuple[Mention
             if not _CAVEAT.search(sentence, 0, start)
             and not (label == "Fracture" and any(a <= start < b for a, b in hardware))
         ]
+        hedged = _HEDGED_NAME_RE.get(label)
         for span in spans:
             state, cue = _assert(sentence, *span)
+            if state == "affirmed" and hedged is not None and hedged.fullmatch(sentence, *span):
+                state, cue = "uncertain", sentence[span[0] : span[1]]  # the convention's hedge
             found.append(Mention(label, 0, span, state, text=sentence, cue=cue))
         if label in _GONE_RE:
             found += [

@@ -29,17 +29,20 @@ LEXICON_FILE = "lexicon.toml"
 
 @dataclass(frozen=True)
 class BuiltIn:
-    """The shipped lexicon: per finding its ``patterns``, ``anatomy`` patterns, ``gone``
-    patterns and ``unmention`` patterns (what names it but is no mention of it), the cue lists
-    (``cues``: regular expressions, fragments filled in) and the word lists (``words``: matched
-    as whole words), and the file's SHA-256."""
+    """The shipped lexicon: per finding its ``patterns``, ``uncertain`` patterns (what names it
+    hedged, by convention), ``anatomy`` patterns, ``gone`` patterns and ``unmention`` patterns
+    (what names it but is no mention of it), the cue lists (``cues``: regular expressions,
+    fragments filled in), the word lists (``words``: matched as whole words), what rules out No
+    Finding beyond the findings (``breaks_no_finding``), and the file's SHA-256."""
 
     findings: dict[str, tuple[str, ...]]
+    uncertain: dict[str, tuple[str, ...]]
     anatomy: dict[str, tuple[str, ...]]
     gone: dict[str, tuple[str, ...]]
     unmention: dict[str, tuple[str, ...]]
     cues: dict[str, tuple[str, ...]]
     words: dict[str, tuple[str, ...]]
+    breaks_no_finding: tuple[str, ...]
     checksum: str
 
     def cue(self, name: str) -> str:
@@ -62,23 +65,26 @@ def read_builtin(text: bytes) -> BuiltIn:
         return pattern
 
     findings: dict[str, tuple[str, ...]] = {}
+    uncertain: dict[str, tuple[str, ...]] = {}
     anatomy: dict[str, tuple[str, ...]] = {}
     gone: dict[str, tuple[str, ...]] = {}
     unmention: dict[str, tuple[str, ...]] = {}
     for entry in data["finding"]:
         name = entry["name"]
         findings[name] = tuple(entry["patterns"])
-        for key, kept in (("anatomy_patterns", anatomy), ("gone", gone),
-                          ("unmention_patterns", unmention)):  # fmt: skip
+        for key, kept in (("uncertain_patterns", uncertain), ("anatomy_patterns", anatomy),
+                          ("gone", gone), ("unmention_patterns", unmention)):  # fmt: skip
             if entry.get(key):
                 kept[name] = tuple(entry[key])
     return BuiltIn(
         findings,
+        uncertain,
         anatomy,
         gone,
         unmention,
         {name: tuple(map(filled, values)) for name, values in data["cues"].items()},
         {name: tuple(values) for name, values in data["words"].items()},
+        tuple(data.get("no_finding", {}).get("breaks", ())),
         hashlib.sha256(text).hexdigest(),
     )
 

@@ -31,7 +31,8 @@ Cardiomegaly from "widened mediastinum"): such a call needs :data:`INFERRED_MARG
 never reads a context section (:func:`~reportfed.text.sentences.report_units`). A label without
 a lexicon (a custom label) has two states: 1.0 at ``p >= t``, else 0.0. **No Finding** follows
 the CheXpert labeler's rule: 1.0 when no other finding except Support Devices is 1.0 or -1.0,
-else blank; its probability is at least 0.5 where it is 1. A report the labeler cannot read (:func:`readable`: only section headers, or another
+and nothing else the lexicon says rules it out is either (a blunted costophrenic angle,
+aspiration: :func:`~reportfed.text.assertion.breaks_no_finding`), else blank; its probability is at least 0.5 where it is 1. A report the labeler cannot read (:func:`readable`: only section headers, or another
 language) gets no state at all, neither No Finding nor a finding.
 """
 
@@ -43,7 +44,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from reportfed.core.errors import ConfigError
-from reportfed.text.assertion import Mention, decisive_mentions, has_lexicon
+from reportfed.text.assertion import Mention, breaks_no_finding, decisive_mentions, has_lexicon
 from reportfed.text.lexicon import PLAIN, Lexicon
 from reportfed.text.sentences import findings_sentences
 
@@ -217,7 +218,8 @@ def chexpert_states(
     if NO_FINDING in labels:
         disease = [c for c, name in enumerate(labels) if name not in NOT_DISEASE]
         stated = np.isin(out[:, disease], (1.0, -1.0)).any(axis=1)
-        out[:, list(labels).index(NO_FINDING)] = np.where(stated | unread, np.nan, 1.0)
+        ruled_out = np.array([breaks_no_finding(t) is not None for t in texts], dtype=bool)
+        out[:, list(labels).index(NO_FINDING)] = np.where(stated | unread | ruled_out, np.nan, 1.0)
     return out
 
 

@@ -460,13 +460,15 @@ PHRASINGS: dict[str, list[tuple[str, dict[str, str]]]] = {
         ),
     ],
     "vascular prominence": [
-        ("Prominence of the central pulmonary vasculature.", {"Edema": "1"}),
-        ("Prominent central vasculature, unchanged.", {"Edema": "1"}),
-        ("The pulmonary vascularity is prominent.", {"Edema": "1"}),
-        ("Cardiomegaly with pulmonary venous hypertension.", {"Edema": "1", "Cardiomegaly": "1"}),
-        ("Stable cardiomegaly and increased pulmonary vascularity.", {"Edema": "1"}),
-        ("Engorged pulmonary vessels.", {"Edema": "1"}),
-        ("The pulmonary vasculature is mildly engorged.", {"Edema": "1"}),
+        # signs of congestion name Edema hedged; venous hypertension names it not at all (the
+        # CheXpert labeler's lists: docs/labels.md, "Conventions")
+        ("Prominence of the central pulmonary vasculature.", {"Edema": "-1"}),
+        ("Prominent central vasculature, unchanged.", {"Edema": "-1"}),
+        ("The pulmonary vascularity is prominent.", {"Edema": "-1"}),
+        ("Cardiomegaly with pulmonary venous hypertension.", {"Edema": "", "Cardiomegaly": "1"}),
+        ("Stable cardiomegaly and increased pulmonary vascularity.", {"Edema": "-1"}),
+        ("Engorged pulmonary vessels.", {"Edema": "-1"}),
+        ("The pulmonary vasculature is mildly engorged.", {"Edema": "-1"}),
         ("No increased pulmonary vascularity.", {"Edema": "0"}),
         ("Possible mild pulmonary vascular congestion.", {"Edema": "-1"}),
         ("Pulmonary vascularity is normal.", {"Edema": ""}),

@@ -71,7 +71,7 @@ STATEMENTS: list[Statement] = [
     (
         "lungs",
         "Opacity at the right base could reflect aspiration.",
-        {"Lung Opacity": 1, "Pneumonia": -1},
+        {"Lung Opacity": 1, "Pneumonia": None},  # aspiration is no pneumonia (CheXpert's lists)
     ),
     ("lungs", "The possibility of early pneumonia is raised.", {"Pneumonia": -1}),
     (
@@ -85,9 +85,10 @@ STATEMENTS: list[Statement] = [
         "Widened mediastinum, possibly due to vascular engorgement.",
         {"Enlarged Cardiomediastinum": 1, "Edema": -1},
     ),
-    ("lungs", "Pulmonary vascular congestion.", {"Edema": 1}),
-    ("lungs", "Prominence of the central pulmonary vasculature.", {"Edema": 1}),
-    ("lungs", "The pulmonary vascularity is prominent.", {"Edema": 1}),
+    # vascular congestion and prominence name Edema hedged (the CheXpert labeler's lists)
+    ("lungs", "Pulmonary vascular congestion.", {"Edema": -1}),
+    ("lungs", "Prominence of the central pulmonary vasculature.", {"Edema": -1}),
+    ("lungs", "The pulmonary vascularity is prominent.", {"Edema": -1}),
     (
         "lungs",
         "Increased interstitial markings may be due to fluid overload.",
@@ -118,7 +119,7 @@ STATEMENTS: list[Statement] = [
     (
         "pleura",
         "Blunting of the right costophrenic angle may reflect a small effusion.",
-        {"Pleural Effusion": 1},  # blunting is present: a positive mention wins
+        {"Pleural Effusion": -1},  # blunting names no effusion (the CheXpert labeler's lists)
     ),
     ("pleura", "Small right apical pneumothorax.", {"Pneumothorax": 1}),
     ("pleura", "A tiny left pneumothorax is again seen.", {"Pneumothorax": 1}),
@@ -217,7 +218,7 @@ MIMIC_STATEMENTS: list[Statement] = [
     (
         "lungs",
         "Hazy right basilar opacity, possibly representing aspiration.",
-        {"Lung Opacity": 1, "Pneumonia": -1},
+        {"Lung Opacity": 1, "Pneumonia": None},  # aspiration is no pneumonia (CheXpert's lists)
     ),
     (
         "lungs",

@@ -75,7 +75,7 @@ FAMILIES: dict[str, list[Sentence]] = {
         ("Findings are consistent with right lower lobe pneumonia.", {"Pneumonia": 1}),
         ("Mild pulmonary edema.", {"Edema": 1}),
         ("There is no pulmonary edema.", {"Edema": 0}),
-        ("Mild pulmonary vascular congestion.", {"Edema": 1}),
+        ("Mild pulmonary vascular congestion.", {"Edema": -1}),  # CheXpert: congestion is hedged
         ("Bibasilar atelectasis.", {"Atelectasis": 1}),
         ("Small left pleural effusion.", {"Pleural Effusion": 1}),
         ("No pleural effusion or pneumothorax.", {"Pleural Effusion": 0, "Pneumothorax": 0}),
