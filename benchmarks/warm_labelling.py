@@ -48,6 +48,8 @@ else:
     total = 0.0
     for first in range(0, n, len(texts)):
         assertion._sentence_mentions.cache_clear()
+        for cached in ("_sentence_breaks",):  # the rules' other caches, where a version has them
+            getattr(assertion, cached, None) and getattr(assertion, cached).cache_clear()
         sentences._findings_sections.cache_clear()
         start = time.perf_counter()
         labeler.predict_states(texts[: n - first])

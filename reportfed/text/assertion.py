@@ -93,6 +93,13 @@ _CAUSE_NEXT = re.compile(
     + "))",
     re.IGNORECASE,
 )
+#: a finding named within three words after a word: that word qualifies it
+_NAMES_NEXT = re.compile(
+    r"\s+(?:[\w-]+\s+){0,3}?(?:"
+    + "|".join(p for phrases in FINDINGS.values() for p in phrases)
+    + ")",
+    re.IGNORECASE,
+)
 #: a finding named inside a caveat about the study is not a mention ("sensitivity for
 #: pneumothorax is reduced on a portable film")
 _CAVEAT = re.compile(BUILTIN.cue("caveat"), re.IGNORECASE)
@@ -206,10 +213,20 @@ def _anatomy_state(sentence: str, start: int, end: int) -> tuple[Assertion, str]
     clause = sentence[lo:hi]
     if borderline := _BORDERLINE_RE.search(clause):
         return "uncertain", borderline.group()
-    chunk_lo = sentence.rfind(",", lo, start) + 1
+    chunk_lo = max(lo, sentence.rfind(",", lo, start) + 1)
     chunk_hi = sentence.find(",", end, hi)
-    chunk = sentence[max(lo, chunk_lo) : chunk_hi if chunk_hi >= 0 else hi]
-    abnormal = _ABNORMAL_RE.search(chunk)
+    chunk = sentence[chunk_lo : chunk_hi if chunk_hi >= 0 else hi]
+    # an abnormal word that qualifies another finding named right after it is that finding's
+    # ("the heart is unremarkable and a large left effusion is present": "large" is the
+    # effusion's), whatever the words between the two clauses
+    abnormal = next(
+        (
+            m
+            for m in _ABNORMAL_RE.finditer(chunk)
+            if not _NAMES_NEXT.match(sentence, chunk_lo + m.end())
+        ),
+        None,
+    )
     if abnormal and not _negation_cue(chunk[: abnormal.start()]):
         state, cue = _assert(sentence, start, end)
         return ("uncertain", cue) if state == "uncertain" else ("affirmed", abnormal.group())
