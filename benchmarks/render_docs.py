@@ -478,29 +478,78 @@ def mimic_corpus() -> str:
     return "\n".join(lines)
 
 
-def assertion_context() -> str:
-    """Share of right states on the suites and IU F1 of state 1, per way of reading assertions."""
-    found = _load("assertion_context")
-    arms = {
-        "reportfed": "reportfed's rules (kept)",
-        "context": "ConText",
-        "either": "reportfed, with ConText's negations and hedges added",
-    }
-    best = max(found["iu_macro_f1_state_1"].values())
+#: the engines of the comparison, by their results file: (column title, file)
+ENGINES = (
+    ("reportfed's rules before round five", "yardsticks_before"),
+    ("ConText on that lexicon", "yardsticks_context"),
+    ("reportfed's rules, kept", "yardsticks_rules"),
+    ("ConText on the kept lexicon", "yardsticks_context_after"),
+)
+
+
+def engines() -> str:
+    """Every yardstick of the text rules (``benchmarks/yardsticks.py``), per engine: the OpenI gold
+    standard's macro F1 of state 1 and the suites' cells right, all and by half."""
+    found = {title: _load(name) for title, name in ENGINES}
     lines = [
-        "| | behaviour suite | layout suite | IU, macro F1 of state 1 vs MeSH |",
-        "| --- | ---: | ---: | ---: |",
+        "| yardstick | part | " + " | ".join(found) + " |",
+        "| --- | --- |" + " ---: |" * len(found),
     ]
-    for arm, name in arms.items():
-        cells = []
-        for suite in ("behaviour", "layouts"):
-            shares = found[suite][arm]
-            weak = sorted((v, k) for k, v in shares.items() if k != "all" and v < 0.95)[:2]
-            said = ", ".join(f"{k} {v:.2f}" for v, k in weak)
-            cells.append(f"{shares['all']:.3f}" + (f" ({said})" if said else ""))
-        f1 = found["iu_macro_f1_state_1"][arm]
-        cells.append(f"**{f1:.3f}**" if f1 == best else f"{f1:.3f}")
-        lines.append(f"| {name} | {' | '.join(cells)} |")
+    rows = [("OpenI gold, macro F1 of state 1", "openi", "macro F1 (state 1)")]
+    rows += [(f"{s.replace('_', '-')} suite, cells right", s, "accuracy")
+             for s in ("behaviour", "layouts", "mimic_style")]  # fmt: skip
+    for title, key, field in rows:
+        for part in ("all", "A", "B"):
+            cells = [r[key][part][field] for r in found.values()]
+            best = max(cells)
+            shown = [f"**{v:.3f}**" if v == best else f"{v:.3f}" for v in cells]
+            lines.append(f"| {title} | {part} | " + " | ".join(shown) + " |")
+    return "\n".join(lines)
+
+
+def openi_gold() -> str:
+    """Per mapped finding, state 1 (and 1 or -1) against NegBio's OpenI gold standard's 1."""
+    found = _load("openi_gold")
+    lines = [
+        f"Measured on {_machine(found)} (`python benchmarks/openi_gold.py`), {found['reports']:,} "
+        f"IU reports (half A {found['halves']['A']:,}, half B {found['halves']['B']:,}):",
+        "",
+        "| finding | gold positives | rules: precision | recall | F1 of 1 | F1 of 1 or -1 | "
+        "default model: F1 of 1 | F1 of 1 or -1 |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    rules, model = found["rules"]["all"], found["model"]["all"]
+    for label, r in rules["labels"].items():
+        m = model["labels"][label]
+        few = " (few)" if r["positives"] < 30 else ""
+        lines.append(
+            f"| {label} | {r['positives']}{few} | {r['state 1']['precision']:.3f} | "
+            f"{r['state 1']['recall']:.3f} | {r['state 1']['f1']:.3f} | "
+            f"{r['1 or -1']['f1']:.3f} | {m['state 1']['f1']:.3f} | {m['1 or -1']['f1']:.3f} |"
+        )
+    lines.append(
+        f"| **macro** | | | | **{rules['macro F1 (state 1)']:.3f}** | "
+        f"{rules['macro F1 (1 or -1)']:.3f} | **{model['macro F1 (state 1)']:.3f}** | "
+        f"{model['macro F1 (1 or -1)']:.3f} |"
+    )
+    halves = ", ".join(
+        f"half {h}: rules {found['rules'][h]['macro F1 (state 1)']:.3f}, default model "
+        f"{found['model'][h]['macro F1 (state 1)']:.3f}"
+        for h in ("A", "B")
+    )
+    return (
+        "\n".join(lines)
+        + f"\n\nMacro F1 of state 1 by half ({halves}); (few): under 30 gold positives, a figure that moves with a handful of reports."
+    )
+
+
+def openi_disagreements() -> str:
+    """Each cell where the rules' state 1 and the gold's 1 disagree, sorted by why."""
+    found = _load("openi_disagreements")
+    lines = ["| finding | why | cells |", "| --- | --- | ---: |"]
+    for label, sort in found.items():
+        for why, n in sorted(sort["classes"].items(), key=lambda kv: -kv[1]):
+            lines.append(f"| {label} ({sort['disagreements']}) | {why} | {n} |")
     return "\n".join(lines)
 
 
@@ -730,7 +779,9 @@ RENDERERS: dict[str, Callable[[], str]] = {
     "options_alone": options_alone,
     "rare_labels": rare_labels,
     "styles": styles,
-    "assertion_context": assertion_context,
+    "engines": engines,
+    "openi_gold": openi_gold,
+    "openi_disagreements": openi_disagreements,
     "mimic_style": mimic_style,
     "evidence": evidence,
     "defined_findings": defined_findings,
