@@ -32,7 +32,7 @@ from machine import machine, save_result
 from reportfed.data.iu import load_iu
 from reportfed.default_model import load_default_model
 from reportfed.text.assertion import _sentence_mentions
-from reportfed.text.sentences import _findings_sections, report_units, split_sentences
+from reportfed.text.sentences import _reading, report_units, split_sentences
 from reportfed.text.states import report_mentions
 
 RESULTS = Path(__file__).resolve().parent / "results" / "long_report.json"
@@ -53,7 +53,7 @@ def seconds(step: Callable[[], object], repeats: int) -> float:
     """The median wall time of ``repeats`` runs of ``step``, each reading every sentence anew."""
     times = []
     for _ in range(repeats):
-        _findings_sections.cache_clear()
+        _reading.cache_clear()
         _sentence_mentions.cache_clear()
         start = time.perf_counter()
         step()

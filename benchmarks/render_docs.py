@@ -543,6 +543,31 @@ def openi_gold() -> str:
     )
 
 
+def language_id() -> str:
+    """Per language identifier: English sentences it calls another language, other languages'
+    sentences it misses, and its speed."""
+    found = _load("language_id")
+    lines = [
+        f"Measured on {_machine(found)}:",
+        "",
+        "| identifier | IU sentences called not English | suites' | telegraphic English | "
+        "other languages' missed | s per 1,000 IU reports |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for row in found["rows"]:
+        languages = [k.split(":")[0] for k in row if k.endswith(": missed")]
+        missed = sum(len(row[f"{lang}: missed"]) for lang in languages)
+        total = sum(row[f"{lang}: sentences"] for lang in languages)
+        lines.append(
+            f"| {row['identifier']} | {row['IU: English called another language']} of "
+            f"{row['IU: sentences']:,} | {row['suites: English called another language']} of "
+            f"{row['suites: sentences']} | {len(row['telegraphic: called another language'])} of "
+            f"{row['telegraphic: sentences']} | {missed} of {total} | "
+            f"{row['seconds per 1,000 reports']:.2f} |"
+        )
+    return "\n".join(lines)
+
+
 def openi_disagreements() -> str:
     """Each cell where the rules' state 1 and the gold's 1 disagree, sorted by why."""
     found = _load("openi_disagreements")
@@ -782,6 +807,7 @@ RENDERERS: dict[str, Callable[[], str]] = {
     "engines": engines,
     "openi_gold": openi_gold,
     "openi_disagreements": openi_disagreements,
+    "language_id": language_id,
     "mimic_style": mimic_style,
     "evidence": evidence,
     "defined_findings": defined_findings,

@@ -47,10 +47,12 @@ if mode == "repeated":
 else:
     total = 0.0
     for first in range(0, n, len(texts)):
-        assertion._sentence_mentions.cache_clear()
-        for cached in ("_sentence_breaks",):  # the rules' other caches, where a version has them
-            getattr(assertion, cached, None) and getattr(assertion, cached).cache_clear()
-        sentences._findings_sections.cache_clear()
+        # the rules' caches, as each version names them
+        for module, name in ((assertion, "_sentence_mentions"), (assertion, "_sentence_breaks"),
+                             (sentences, "_reading"), (sentences, "_findings_sections")):
+            cached = getattr(module, name, None)
+            if hasattr(cached, "cache_clear"):
+                cached.cache_clear()
         start = time.perf_counter()
         labeler.predict_states(texts[: n - first])
         total += time.perf_counter() - start

@@ -15,7 +15,7 @@ it with an embedder of another fingerprint is an error, not a silently wrong ans
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Self
 
@@ -38,7 +38,7 @@ from reportfed.text.findings import Findings
 from reportfed.text.lexicon import Lexicon
 from reportfed.text.model_file import ModelFile, read_model, write_model
 from reportfed.text.scoring import check_architecture, decisive_sentences, predict_state
-from reportfed.text.sentences import check_granularity, report_units
+from reportfed.text.sentences import check_granularity, other_language_sentences, report_units
 from reportfed.text.states import (
     NO_FINDING,
     chexpert_states,
@@ -74,13 +74,16 @@ class _ScoredChunk:
 @dataclass(frozen=True)
 class Annotation:
     """What :meth:`ReportReader.annotate` gives: calibrated ``proba``, ``states``, (when
-    asked for) the ``evidence`` table, and the positions of the reports the labeler cannot read
-    (``unreadable``: only section headers, or another language; no state, not No Finding)."""
+    asked for) the ``evidence`` table, the positions of the reports the labeler cannot read
+    (``unreadable``: only section headers, or another language; no state, not No Finding), and
+    of those it reads that hold sentences in another language, which it leaves out, with the
+    first of them (``other_language``: "Pas de pneumothorax.")."""
 
     proba: np.ndarray
     states: np.ndarray
     evidence: pd.DataFrame | None
     unreadable: list[int]
+    other_language: list[tuple[int, str]] = field(default_factory=list)
 
 
 class ReportReader:
@@ -377,15 +380,16 @@ class ReportReader:
             raise ReportfedError(f"{len(ids)} ids for {len(texts)} reports")
         names = list(self.classes_)
         probas, states, rows, unreadable = [], [], [], []
+        other_language: list[tuple[int, str]] = []
         for r in self._read(texts):
             proba, state = self._proba_states(r)
             probas.append(proba)
             states.append(state)
-            unreadable += [
-                r.start + i
-                for i, (text, found) in enumerate(zip(r.texts, r.mentions, strict=True))
-                if not readable(text, found)
-            ]
+            for i, (text, found) in enumerate(zip(r.texts, r.mentions, strict=True)):
+                if not readable(text, found):
+                    unreadable.append(r.start + i)
+                elif foreign := other_language_sentences(text):
+                    other_language.append((r.start + i, foreign[0]))
             if not evidence:
                 continue
             top = decisive_sentences(self.state_, r.x) if r.x.ndim == 3 else None
@@ -417,6 +421,7 @@ class ReportReader:
             self._stack(states),
             pd.DataFrame(rows, columns=list(EVIDENCE_COLUMNS)) if evidence else None,
             unreadable,
+            other_language,
         )
 
     def _stack(self, chunks: list[np.ndarray]) -> np.ndarray:

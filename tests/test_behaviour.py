@@ -53,6 +53,10 @@ FLOORS = {
     "lesions and collapse by other names": 1.0,
     "hardware is not a fracture": 1.0,
     "no finding named": 1.0,
+    "invisible characters, round three": 1.0,
+    "ideographic stops": 1.0,
+    "telegraphic English": 1.0,
+    "bilingual reports": 1.0,
 }
 
 

@@ -50,7 +50,12 @@ def test_a_normal_predicate_negates_every_finding_coordinated_before_it(iu_archi
         re.IGNORECASE,
     )
     sentences = sorted(
-        {s for text in load_iu(iu_archive).texts for s in findings_sentences(text) if shared.match(s)}
+        {
+            s
+            for text in load_iu(iu_archive).texts
+            for s in findings_sentences(text)
+            if shared.match(s)
+        }
     )
     assert len(sentences) >= 3
     states = rule_states(sentences, ["Cardiomegaly", "Edema"])

@@ -56,6 +56,7 @@ def cmd_label(args: argparse.Namespace) -> None:
     page = ReviewPage(names) if args.review else None
     start = time.perf_counter()
     unread, unreadable = 0, list[str]()  # how many reports cannot be read; the first ten ids
+    mixed, mixed_shown = 0, list[str]()  # reports read but for sentences in another language
     done, id_hashes = 0, []  # reports labelled; a 64-bit hash of each id, to find duplicates
     text = not args.no_text  # the report text copied into --out and --probabilities
     with (
@@ -87,6 +88,10 @@ def cmd_label(args: argparse.Namespace) -> None:
                 page.add(chunk.ids, chunk.texts, read.evidence, first)
             unread += len(read.unreadable)
             unreadable += [chunk.ids[i] for i in read.unreadable][: 10 - len(unreadable)]
+            mixed += len(read.other_language)
+            mixed_shown += [f"{chunk.ids[i]}: {s!r}" for i, s in read.other_language][
+                : 3 - len(mixed_shown)
+            ]
             bar.update(len(chunk))
         if page is not None:  # inside: a page that cannot be written leaves no table either
             page.write(args.review)
@@ -95,6 +100,13 @@ def cmd_label(args: argparse.Namespace) -> None:
         say(
             f"reportfed: warning: {shared} report(s) share their id with another report; "
             "the evidence's row column (the report's place in the output) tells them apart"
+        )
+    if mixed:
+        shown = "; ".join(mixed_shown) + ("; ..." if mixed > len(mixed_shown) else "")
+        say(
+            f"reportfed: warning: {mixed} report(s) hold sentences in another language than "
+            f"English, which the labeler does not read; their English sentences are labelled "
+            f"({shown})"
         )
     if unread:
         shown = ", ".join(unreadable) + (", ..." if unread > len(unreadable) else "")

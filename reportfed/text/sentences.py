@@ -10,8 +10,10 @@ Handles what a general-purpose splitter gets wrong in reports:
 * abbreviations (``Dr.``, ``approx.``, ``e.g.``) and decimals (``3.5 cm``) do not end a sentence;
 * a missing final period, blank lines and stray punctuation (``. .``) are tolerated;
 * semicolons end a clause, so that "no effusion; mild cardiomegaly" becomes two units;
-* characters that show nothing (zero-width spaces, the byte-order mark, bidirectional controls)
-  are read as the text shows, so that none can join two sentences (:func:`as_read`).
+* characters that show nothing (zero-width spaces, the byte-order mark, bidirectional controls,
+  variation selectors) are read as the text shows (:func:`as_read`): removed, so that none
+  parts a word; a full stop followed by a capitalised word ends a sentence even without a space,
+  so that none joins two sentences either.
 
 A sentence longer than :data:`MAX_WORDS` words is cut into overlapping windows
 (:func:`windows`), so that an encoder that reads at most 256 word pieces never truncates one
@@ -79,7 +81,9 @@ _REQUEST = re.compile(
     r"reveals?|seen|noted)\b))",
     re.IGNORECASE,
 )
-_END = re.compile(r"[.!?;]+(?=\s|$)")
+#: what ends a sentence: its punctuation before a space or the end, or a full stop between a
+#: word and a capitalised one where the space is missing ("pneumothorax.Small left effusion")
+_END = re.compile(r"[.!?;]+(?=\s|$)|(?<=[a-z])\.(?=[A-Z][a-z])")
 _WORDS = re.compile(r"\S+")
 
 
@@ -231,7 +235,8 @@ def split_sentences(text: str) -> list[str]:
 def findings_sentences(text: str) -> list[str]:
     """The sentences that describe the study: all but those of context sections (indication,
     history, comparison, technique, examination) and requests ("Assess for effusion."); if that
-    leaves none, every sentence but the requests and questions."""
+    leaves none, every sentence but the requests and questions; in English alone (those in
+    another language: :func:`other_language_sentences`)."""
     return [sentence for _, sentence in _findings_sections(text)]
 
 
@@ -242,15 +247,33 @@ def addendum_start(text: str) -> int | None:
     return next((i for i, (sec, _) in enumerate(sections) if _ADDENDUM.match(sec)), None)
 
 
-@functools.lru_cache(maxsize=4096)
+def other_language_sentences(text: str) -> tuple[str, ...]:
+    """The sentences of ``text`` that describe the study but are written in another language
+    than English (:mod:`reportfed.text.language`): :func:`findings_sentences` leaves them out,
+    since the rules and the model read English alone."""
+    return _reading(text)[1]
+
+
 def _findings_sections(text: str) -> tuple[tuple[str, str], ...]:
-    """:func:`findings_sentences` with their sections, remembered for the last reports read:
-    labelling a chunk of reports splits each one for the model and again for its mentions."""
+    """:func:`findings_sentences` with their sections."""
+    return _reading(text)[0]
+
+
+@functools.lru_cache(maxsize=4096)
+def _reading(text: str) -> tuple[tuple[tuple[str, str], ...], tuple[str, ...]]:
+    """The English sentences that describe the study, with their sections, and those in
+    another language; remembered for the last reports read: labelling a chunk of reports splits
+    each one for the model and again for its mentions."""
+    from reportfed.text.language import foreign_sentences
+
     pairs = split_sections(text)
     kept = [(sec, s) for sec, s in pairs if not _is_context(sec) and not _request(s)]
-    return tuple(
-        kept or [(sec, s) for sec, s in pairs if not _request(s) and not s.rstrip().endswith("?")]
-    )
+    kept = kept or [
+        (sec, s) for sec, s in pairs if not _request(s) and not s.rstrip().endswith("?")
+    ]
+    foreign = foreign_sentences([s for _, s in kept])
+    english = tuple(pair for pair, other in zip(kept, foreign, strict=True) if not other)
+    return english, tuple(s for (_, s), other in zip(kept, foreign, strict=True) if other)
 
 
 def _request(sentence: str) -> bool:

@@ -46,7 +46,7 @@ import numpy as np
 from reportfed.core.errors import ConfigError
 from reportfed.text.assertion import Mention, breaks_no_finding, decisive_mentions, has_lexicon
 from reportfed.text.lexicon import PLAIN, Lexicon
-from reportfed.text.sentences import findings_sentences
+from reportfed.text.sentences import findings_sentences, other_language_sentences
 
 NO_FINDING = "No Finding"
 #: findings that do not rule out "No Finding"
@@ -72,34 +72,11 @@ _ENGLISH = re.compile(
 )
 
 
-#: function words of English, and of the languages radiology reports are most often written in
-#: beside it (German, French, Spanish, Italian, Portuguese, Dutch, the Nordic ones), with words
-#: spelt with accented letters: a report with more of the second is not English. Measured: none
-#: of IU's 3,927 reports nor of the behaviour and layout suites' 745, and each of nine short
-#: reports in those languages ("Kein Pneumothorax.", "Pas de pneumothorax.", "Sin derrame
-#: pleural."), where a mention alone read "pneumothorax" as affirmed.
-_ENGLISH_WORDS = frozenset({
-    "the", "is", "are", "was", "were", "of", "and", "with", "without", "there", "not", "in", "on",
-    "at", "to", "a", "an", "has", "have", "seen", "noted", "clear", "size", "heart", "lung", "lungs",
-})  # fmt: skip
-_OTHER_WORDS = frozenset({
-    "kein", "keine", "keiner", "nicht", "und", "mit", "ohne", "der", "die", "das", "ist", "sind",
-    "im", "zeigt", "pas", "de", "du", "des", "le", "la", "les", "et", "avec", "sans", "est", "un",
-    "une", "sin", "con", "el", "los", "las", "y", "hay", "se", "non", "di", "il", "della", "senza",
-    "nessun", "não", "sem", "com", "nenhum", "geen", "het", "een", "ingen", "ikke", "och", "og",
-    "med", "uden", "utan",
-})  # fmt: skip
-#: a word: letters only, of any script
-_WORD = re.compile(r"[^\W\d_]+")
-
-
 def other_language(text: str) -> bool:
-    """Whether ``text`` (its findings sentences, or all of it where it has none) is written in
-    another language than English: more of its words are :data:`_OTHER_WORDS` or spelt with
-    letters beyond ASCII than are :data:`_ENGLISH_WORDS`."""
-    words = _WORD.findall((" ".join(findings_sentences(text)) or text).lower())
-    other = sum(w in _OTHER_WORDS or not w.isascii() for w in words)
-    return other > sum(w in _ENGLISH_WORDS for w in words)
+    """Whether ``text`` describes its study in another language than English alone: it has
+    such sentences (:func:`~reportfed.text.sentences.other_language_sentences`) and no English
+    one, so the labeler reads nothing of it."""
+    return bool(other_language_sentences(text)) and not findings_sentences(text)
 
 
 def readable(text: str, mentions: dict[str, Mention | None]) -> bool:

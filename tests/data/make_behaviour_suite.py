@@ -509,6 +509,48 @@ PHRASINGS: dict[str, list[tuple[str, dict[str, str]]]] = {
         ("The left pleural effusion has resolved.", {"Pleural Effusion": "0"}),
         ("Resolution of the right lower lobe pneumonia.", {"Pneumonia": "0"}),
     ],
+    # characters that show nothing, other scripts' full stops, a missing space: round three's
+    # red-team cases (issue 71), at the end so that the earlier reports keep their ids
+    "invisible characters, round three": [
+        (
+            f"No pneumothorax.{c}Small left pleural effusion.",
+            {"Pneumothorax": "0", "Pleural Effusion": "1", "No Finding": ""},
+        )
+        for c in ("\u034f ", "\ufe0f ", "\u2800", "\u2060", "\ufeff", "")
+    ]
+    + [
+        ("Mild cardio\u200bmegaly.", {"Cardiomegaly": "1"}),
+        ("N\u200bo pneumothorax.", {"Pneumothorax": "0"}),
+    ],
+    "ideographic stops": [
+        (
+            "No pneumothorax\u3002Small left pleural effusion\u3002",
+            {"Pneumothorax": "0", "Pleural Effusion": "1", "No Finding": ""},
+        ),
+        (
+            "No pleural effusion\uff61 Mild cardiomegaly.",
+            {"Pleural Effusion": "0", "Cardiomegaly": "1"},
+        ),
+    ],
+    "telegraphic English": [
+        ("Non-displaced left 6th rib fracture. Non-specific bowel gas pattern.", {"Fracture": "1"}),
+        ("Moderate cardiomegaly. Dr. Müller notified.", {"Cardiomegaly": "1"}),
+        ("LA enlargement. Cardiomegaly.", {"Cardiomegaly": "1"}),
+    ],
+    # a report in two languages keeps its English sentences' states; another language's
+    # template answers are refused, never affirmed
+    "bilingual reports": [
+        (
+            "Heart size is normal. The lungs are clear. Pas de pneumothorax.",
+            {"Cardiomegaly": "0", "Pneumothorax": "", "No Finding": "1"},
+        ),
+        (
+            "Heart size is normal. The lungs are clear. Kein Pneumothorax.",
+            {"Cardiomegaly": "0", "Pneumothorax": "", "No Finding": "1"},
+        ),
+        ("Pneumothorax: nein.", {"Pneumothorax": "", "No Finding": ""}),
+        ("Pneumothorax: nej.", {"Pneumothorax": "", "No Finding": ""}),
+    ],
 }
 #: neutral sentences and the findings each one touches (never used for those findings)
 FILLERS: list[tuple[str, set[str]]] = [
