@@ -35,7 +35,7 @@ SITES = 2
 Model = TypeVar("Model", bound=ReportReader)
 #: raised whenever what the default model learns from changes (the mapping of IU's index terms
 #: to labels, its sites or settings), so that a model cached by an older recipe is built again
-RECIPE = 3
+RECIPE = 4
 
 
 def default_model_path() -> Path:

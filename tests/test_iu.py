@@ -67,7 +67,8 @@ def test_full_corpus_counts_in_the_documented_ranges(iu_archive) -> None:
         "Atelectasis": (320, 350),
         "Pleural Effusion": (160, 210),
         "Pneumothorax": (20, 30),
-        "Edema": (90, 130),
+        # 46: pulmonary congestion names Edema hedged (reportfed/data/mesh.py); NIH's gold has 42
+        "Edema": (40, 55),
         "Consolidation": (25, 35),
         "Pneumonia": (38, 46),
         "Fracture": (80, 90),

@@ -201,14 +201,18 @@ def load_iu(
     """IU reports that have findings or impression, as a :class:`ReportTable`.
 
     ``section`` picks the text: ``"text"`` (findings + impression), ``"findings"`` or
-    ``"impression"``. Reports whose chosen text is empty are left out.
+    ``"impression"``. Reports whose chosen text is empty are left out. A label the index names
+    hedged (-1: :data:`reportfed.data.mesh.UNCERTAIN_RULES`) is a negative for presence, as a
+    table's -1 is by default (``uncertain="zeros"``).
     """
     frame = load_iu_frame(archive, granuloma_as_lesion=granuloma_as_lesion)
     frame = frame[frame[section].str.strip() != ""]
     space = LabelSpace.of(labels)
+    values = frame[list(space)].to_numpy(dtype=np.float32, copy=True)
+    values[values == -1.0] = 0.0  # hedged: a negative for presence, as tables read -1 by default
     return ReportTable(
         texts=frame[section].tolist(),
-        labels=frame[list(space)].to_numpy(dtype=np.float32),
+        labels=values,
         label_space=space,
         ids=frame["uid"].tolist(),
         source=f"IU ({section})",

@@ -17,8 +17,10 @@ Choices worth knowing (tested in ``tests/test_mesh.py``):
   bronchovascular markings" as ``Markings/bronchovascular`` (each of IU's 86 Markings terms
   with that qualifier is in a report that says "crowd"), which is not an opacity (:data:`CROWDED`);
   prominent or increased markings are Lung Opacity.
-* Pulmonary congestion counts as Edema; scarring of the pleura and pleural thickening as
-  Pleural Other; blunted costophrenic angles as Pleural Effusion.
+* The conventions of reportfed's text rules, which follow the CheXpert labeler's lists
+  (docs/labels.md, "Conventions"): pulmonary congestion names Edema hedged (-1, where no term
+  says edema), and a blunted costophrenic angle names no finding of the 14 (nor No Finding);
+  scarring of the pleura and pleural thickening are Pleural Other.
 * No Finding is positive exactly when the only major term is ``normal``.
 * Reports indexed ``No Indexing`` were never annotated: every label is missing (NaN).
 """
@@ -50,14 +52,13 @@ RULES: Mapping[str, tuple[str, ...]] = {
         "Markings/interstitial",
         "Lung Diseases, Interstitial",
     ),
-    "Edema": ("Pulmonary Edema", "Pulmonary Congestion"),
+    "Edema": ("Pulmonary Edema",),
     "Consolidation": ("Consolidation",),
     "Pneumonia": ("Pneumonia",),
     "Atelectasis": ("Pulmonary Atelectasis",),
     "Pneumothorax": ("Pneumothorax", "Hydropneumothorax", "Hemopneumothorax"),
     "Pleural Effusion": (
         "Pleural Effusion",
-        "Costophrenic Angle/blunted",
         "Hydropneumothorax",
         "Hemothorax",
         "Hemopneumothorax",
@@ -73,6 +74,9 @@ RULES: Mapping[str, tuple[str, ...]] = {
         "Stents",
     ),
 }
+
+#: terms that name a label hedged: -1 where none of the label's :data:`RULES` matches
+UNCERTAIN_RULES: Mapping[str, tuple[str, ...]] = {"Edema": ("Pulmonary Congestion",)}
 
 #: Extra Lung Lesion patterns used when granulomas are counted as lesions.
 GRANULOMA_AS_LESION: tuple[str, ...] = (
@@ -111,7 +115,8 @@ def _crowding(term: str) -> bool:
 def mesh_to_labels(
     major_terms: Iterable[str], *, granuloma_as_lesion: bool = False
 ) -> dict[str, float]:
-    """Map one report's MeSH major terms to CheXpert-14 labels (1.0, 0.0, or NaN if not indexed)."""
+    """Map one report's MeSH major terms to CheXpert-14 labels (1.0, -1.0 for a label named
+    hedged, 0.0, or NaN if not indexed)."""
     terms = [t for t in major_terms if t and t.strip()]
     lowered = {t.strip().lower() for t in terms}
     if not terms or NOT_INDEXED_TERM in lowered:
@@ -124,5 +129,8 @@ def mesh_to_labels(
         label: float(any(term_matches(t, p) for t in findings for p in patterns))
         for label, patterns in rules.items()
     }
+    for label, patterns in UNCERTAIN_RULES.items():
+        if not out[label] and any(term_matches(t, p) for t in findings for p in patterns):
+            out[label] = -1.0
     out["No Finding"] = float(lowered == {NORMAL_TERM})
     return {name: out[name] for name in CHEXPERT_14}
