@@ -284,3 +284,87 @@ def test_a_change_that_cannot_be_used_is_one_error(tmp_path: Path, text: str, me
     with pytest.raises(InputFileError) as error:
         read_findings(path)
     assert message in str(error.value)
+
+
+#: round three's red-team cases of a findings file (issue 71), each refused in one line
+REFUSED = {
+    "an output column": ('[[finding]]\nname = "Reports"\nphrases = ["gastric bubble"]\n',
+                         "'Reports' is a column of reportfed's outputs"),
+    "the id column": ('[[finding]]\nname = "id"\nphrases = ["gastric bubble"]\n',
+                      "'id' is a column of reportfed's outputs"),
+    "file_row": ('[[finding]]\nname = "file_row"\nphrases = ["gastric bubble"]\n',
+                 "'file_row' is a column of reportfed's outputs"),
+    "the separator": ('[[finding]]\nname = "Hernia; hiatal"\nphrases = ["gastric bubble"]\n',
+                      "holds ';'"),
+    "a formula": ('[[finding]]\nname = "=1+1"\nphrases = ["gastric bubble"]\n',
+                  "starts like a spreadsheet formula"),
+    "a Cyrillic a": ('[[finding]]\nname = "C\u0430rdiomegaly"\nphrases = ["gastric bubble"]\n',
+                     "mixes scripts (CYRILLIC, LATIN)"),
+    "an accented twin": ('[[finding]]\nname = "Cardiomégaly"\nphrases = ["gastric bubble"]\n',
+                         "prints like the built-in label 'Cardiomegaly'"),
+    "a plural twin": ('[[finding]]\nname = "A"\nphrases = ["hiatal hernia"]\n\n[[finding]]\n'
+                      'name = "B"\nphrases = ["hiatal hernias"]\n', "also names 'A'"),
+    "a hyphenated twin": ('[[finding]]\nname = "A"\nphrases = ["hiatal hernia"]\n\n[[finding]]\n'
+                          'name = "B"\nphrases = ["Hiatal-hernia"]\n', "also names 'A'"),
+    "a long any": ('[[finding]]\nname = "A"\npatterns = [".{25,}"]\n',
+                   "matches the normal sentence"),
+    "lungs": ('[[finding]]\nname = "A"\nphrases = ["lungs"]\n',
+              "'lungs' matches the normal sentence 'The lungs are clear.'"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(REFUSED))
+def test_a_definition_a_table_or_a_reader_would_misread_is_refused(
+    case: str, tmp_path: Path
+) -> None:
+    text, message = REFUSED[case]
+    path = tmp_path / "findings.toml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(InputFileError) as error:
+        read_findings(path)
+    assert message in str(error.value) and "\n" not in str(error.value)
+
+
+def test_a_findings_file_is_utf_8_with_or_without_a_byte_order_mark(tmp_path: Path) -> None:
+    text = '[[finding]]\nname = "Bochdalek hernia"\nphrases = ["Bochdalek\u2019s hernia"]\n'
+    path = tmp_path / "findings.toml"
+    path.write_bytes(b"\xef\xbb\xbf" + text.encode("utf-8"))
+    found = Lexicon(read_findings(path))
+    assert rule_states_of("A Bochdalek\u2019s hernia.", "Bochdalek hernia", found) == 1.0
+    path.write_bytes(text.encode("cp1252"))
+    with pytest.raises(InputFileError) as error:
+        read_findings(path)
+    assert str(error.value) == (
+        f"{path}: not UTF-8 (byte 60, 0x92): save it as UTF-8, as TOML files are"
+    )
+
+
+@pytest.mark.parametrize(
+    ("phrase", "report"),
+    [("(free air)", "Small amount of (free air) under the diaphragm."),
+     ("S/p Nissen fundoplication.", "S/p Nissen fundoplication. No pneumothorax.")],
+)  # fmt: skip
+def test_a_phrase_ending_in_a_mark_matches_where_the_report_holds_it(
+    phrase: str, report: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "findings.toml"
+    path.write_text(f'[[finding]]\nname = "Surgery"\nphrases = ["{phrase}"]\n')
+    assert rule_states_of(report, "Surgery", Lexicon(read_findings(path))) == 1.0
+
+
+def rule_states_of(report: str, name: str, lexicon: Lexicon) -> float:
+    from reportfed.text.states import rule_states
+
+    return float(rule_states([report], [name], lexicon)[0, 0])
+
+
+def test_twenty_thousand_phrases_load_and_read(tmp_path: Path) -> None:
+    """A file of 20,001 phrases loads (the lines of its phrases found in one pass) and its
+    compiled phrases fit RE2's memory (its 8 MiB default holds about 4,000)."""
+    phrases = [f"zq{k:05d} syndrome" for k in range(20_001)]
+    path = tmp_path / "findings.toml"
+    path.write_text('[[finding]]\nname = "Rare thing"\nphrases = [\n'
+                    + "".join(f'  "{p}",\n' for p in phrases) + "]\n")  # fmt: skip
+    found = read_findings(path)
+    assert len(found.findings[0].phrases) == 20_001
+    assert rule_states_of("There is zq12345 syndrome.", "Rare thing", Lexicon(found)) == 1.0

@@ -44,9 +44,11 @@ labels, and no pattern can make that take exponential time, as a backtracking en
 
 from __future__ import annotations
 
+import bisect
 import functools
 import hashlib
 import re
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -55,6 +57,7 @@ from typing import Any, Protocol
 import re2
 import tomllib
 
+from reportfed.core.characters import as_read
 from reportfed.core.errors import InputFileError
 from reportfed.core.labels import KNOWN_LABELS, LabelError, canonical
 from reportfed.core.limits import MAX_NAME
@@ -63,7 +66,7 @@ from reportfed.text.lexicon import BUILTIN
 #: definitions one file or record may hold, phrases (or patterns, anatomy phrases, aliases) one
 #: finding may have, and characters of one of them
 MAX_FINDINGS = 1000
-MAX_PHRASES = 5000
+MAX_PHRASES = 100_000
 MAX_EXPRESSION = 1000
 
 #: the keys a finding's table may have, and whether each is a list of strings
@@ -78,7 +81,27 @@ KEYS = {
 }
 #: the keys of a ``[[change]]`` table, which changes a built-in finding
 CHANGE_KEYS = ("name", "phrases", "patterns", "unmention")
-#: ordinary sentences a finding's pattern must not all match (one that does names nothing)
+#: sentences of a normal report, naming no finding: a finding's phrase or pattern that matches
+#: one would affirm the finding there ("lungs" in "The lungs are clear.")
+NORMAL_SENTENCES = (
+    "The lungs are clear.",
+    "The heart size is normal.",
+    "There is no change from the prior study.",
+    "The cardiomediastinal silhouette is within normal limits.",
+    "No acute cardiopulmonary process.",
+    "The osseous structures are intact.",
+    "The visualized upper abdomen is unremarkable.",
+    "The trachea is midline.",
+    "Both hemidiaphragms are well defined.",
+    "Lung volumes are normal.",
+    "The pulmonary vasculature is normal.",
+    "The soft tissues are unremarkable.",
+    "Frontal and lateral views of the chest were obtained.",
+    "Comparison is made with the prior radiograph.",
+    "The mediastinal and hilar contours are normal.",
+    "Impression: normal chest radiograph.",
+)
+#: ordinary sentences an anatomy phrase must not all match (one that does names nothing)
 _ORDINARY = (
     "The lungs are clear.",
     "There is no change from the prior study.",
@@ -185,6 +208,9 @@ class Findings:
 
 
 Compiled = re.Pattern[str]
+#: bytes RE2 may take for one finding's compiled phrases (its default, 8 MiB, holds about 4,000
+#: of them; this about 30,000)
+_RE2_MEMORY = 64 << 20
 
 
 @functools.lru_cache(maxsize=8)
@@ -213,15 +239,35 @@ def _compile(patterns: tuple[str, ...] | list[str]) -> re.Pattern[str]:
     is not of RE2's syntax); it finds matches as Python's ``re`` does."""
     options = re2.Options()
     options.case_sensitive = False
+    options.max_mem = _RE2_MEMORY
     options.log_errors = False  # the error is raised, and said where it is caught
     return re2.compile("|".join(f"(?:{p})" for p in patterns), options)
 
 
 def phrase_pattern(phrase: str) -> str:
     """The regular expression of a plain phrase: its words whole, any whitespace or hyphen
-    between them, and ``s``/``es`` allowed after the last."""
+    between them, and ``s``/``es`` allowed after the last; a phrase that starts or ends with a
+    mark ("(free air)", "s/p Nissen fundoplication.") is matched up to the mark."""
+    phrase = as_read(phrase)
     words = [re.escape(w) for w in phrase.split()]
-    return r"\b" + r"[\s-]+".join(words) + r"(?:s|es)?\b"
+    start = r"\b" if phrase[:1].isalnum() or phrase[:1] == "_" else ""
+    end = r"(?:s|es)?\b" if phrase[-1:].isalnum() or phrase[-1:] == "_" else ""
+    return start + r"[\s-]+".join(words) + end
+
+
+def phrase_key(phrase: str) -> str:
+    """A phrase as the matcher reads it, to find two that are one (:func:`phrase_pattern`):
+    its words in lower case, hyphens as spaces, a plural ending of the last word removed
+    ("Hiatal-hernias" is "hiatal hernia")."""
+    words = as_read(phrase).casefold().replace("-", " ").split()
+    if words and len(words[-1]) > 3:
+        last = words[-1]
+        words[-1] = (
+            last[:-2]
+            if last.endswith("es") and not last.endswith("ses")
+            else (last[:-1] if last.endswith("s") and not last.endswith("ss") else last)
+        )
+    return " ".join(words)
 
 
 def read_findings(path: str | Path) -> Findings:
@@ -231,7 +277,13 @@ def read_findings(path: str | Path) -> Findings:
         raw = path.read_bytes()
     except OSError as exc:
         raise InputFileError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    text = raw.decode("utf-8", errors="replace")
+    try:
+        text = raw.removeprefix(b"\xef\xbb\xbf").decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputFileError(
+            f"{path}: not UTF-8 (byte {exc.start + 1}, 0x{raw[exc.start]:02x}): save it as UTF-8, "
+            "as TOML files are"
+        ) from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -303,6 +355,9 @@ def _finding(k: int, table: Mapping[str, Any], places: _Places, *, change: bool 
                 f"{alias!r} is the built-in label {canonical(alias)!r}: choose another name "
                 "(a [[change]] table changes how a built-in finding is read)",
             )
+    _check_name(name, places.key("name", k), change)
+    for alias in table.get("aliases", []):
+        _check_name(alias, places.key("aliases", k), change)
     for key in ("phrases", "patterns", "anatomy", "unmention"):
         for value in table.get(key, []):
             where = places.value(value, k, key)
@@ -329,6 +384,15 @@ def _finding(k: int, table: Mapping[str, Any], places: _Places, *, change: bool 
             common = key != "patterns" and set(value.casefold().split()) <= _COMMON
             if common or compiled.search("") or all(map(compiled.search, _ORDINARY)):
                 raise _error(where, f"{value!r} matches everything: it names no finding")
+            if key != "patterns" and not compiled.search(as_read(value)):
+                raise _error(where, f"{value!r} can never match its own words")
+            normal = next((s for s in NORMAL_SENTENCES if compiled.search(s)), None)
+            if key != "anatomy" and normal is not None:
+                raise _error(
+                    where,
+                    f"{value!r} matches the normal sentence {normal!r}: it would affirm "
+                    f"{name!r} in every such report",
+                )
     parent = table.get("parent")
     return Finding(
         name,
@@ -340,6 +404,47 @@ def _finding(k: int, table: Mapping[str, Any], places: _Places, *, change: bool 
         tuple(table.get("unmention", [])),
         change,
     )
+
+
+#: the columns reportfed's tables and downloads hold beside the findings (label --out,
+#: --evidence, a review page's download)
+OUTPUT_COLUMNS = frozenset(
+    {"reports", "id", "file_row", "row", "label", "state", "probability", "score", "sentence",
+     "cue", "source", "corrected"}
+)  # fmt: skip
+#: what a spreadsheet reads as a formula at a cell's start (OWASP's CSV injection rule)
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _check_name(name: str, place: str, change: bool) -> None:
+    """Refuse a finding's name (or alias) that a table or a spreadsheet would misread: an
+    output column's name, one holding the corrections' separator ";", one starting like a
+    formula, one mixing scripts ("Cаrdiomegaly" with a Cyrillic a) or printing like a built-in
+    label in another form."""
+    if name.casefold() in OUTPUT_COLUMNS:
+        raise _error(place, f"{name!r} is a column of reportfed's outputs: choose another name")
+    if ";" in name:
+        raise _error(place, f"{name!r} holds ';', which separates a download's corrected labels")
+    if name.startswith(FORMULA_STARTS):
+        raise _error(place, f"{name!r} starts like a spreadsheet formula: choose another name")
+    scripts = {unicodedata.name(c, "").split(" ")[0] for c in name if c.isalpha()}
+    if len(scripts) > 1:
+        raise _error(
+            place,
+            f"{name!r} mixes scripts ({', '.join(sorted(scripts))}): it may print like another "
+            "name; write it in one",
+        )
+    if not change:
+        plain = _skeleton(name)
+        twin = next((known for known in BUILTIN.findings if _skeleton(known) == plain), None)
+        if twin is not None and twin != name:
+            raise _error(place, f"{name!r} prints like the built-in label {twin!r}")
+
+
+def _skeleton(name: str) -> str:
+    """``name`` without case, accents or compatibility forms: what a reader sees of it."""
+    decomposed = unicodedata.normalize("NFKD", name).casefold()
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
 
 
 def _builtin(name: str) -> bool:
@@ -360,7 +465,7 @@ def _check_together(findings: list[Finding], places: _Places) -> None:
                 raise _error(places.header(k), f"{alias!r} names two findings")
             names[key] = k
         for phrase in f.phrases:
-            key = " ".join(phrase.casefold().split())
+            key = phrase_key(phrase)
             if key in phrases:
                 first, other = phrases[key]
                 raise _error(
@@ -390,6 +495,10 @@ class _Places(Protocol):
     def ref(self, value: str, k: int, key: str) -> str:
         """:meth:`value`'s place, as another error about the same thing names it."""
         ...
+
+
+#: a TOML string on one line: in double quotes (escapes allowed) or single quotes (none)
+_QUOTED = re.compile(r"""(["'])((?:\\.|(?!\1).)*)\1""")
 
 
 class _Lines:
@@ -426,10 +535,22 @@ class _Lines:
         """The line of ``key = ...`` in the ``k``-th finding (``None``: before the first)."""
         return self._at(self._key_line(key, k))
 
+    @functools.cached_property
+    def _literals(self) -> dict[str, list[int]]:
+        """Each quoted string of the file -> the lines (from 0) it is written on, in order: one
+        pass over the file, so that finding the lines of 20,000 phrases takes linear time."""
+        out: dict[str, list[int]] = {}
+        for i, line in enumerate(self.lines):
+            for m in _QUOTED.finditer(line):
+                out.setdefault(m.group(2), []).append(i)
+        return out
+
     def _value_line(self, value: str, k: int, key: str) -> int:
-        for i in self._span(k):
-            if f'"{value}"' in self.lines[i] or f"'{value}'" in self.lines[i]:
-                return i + 1
+        span = self._span(k)
+        lines = self._literals.get(value, [])
+        at = bisect.bisect_left(lines, span.start)
+        if at < len(lines) and lines[at] < span.stop:
+            return lines[at] + 1
         return self._key_line(key, k)
 
     def value(self, value: str, k: int, key: str) -> str:
