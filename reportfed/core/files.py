@@ -231,6 +231,34 @@ TABLE_FORMATS = {
     ".pq": "parquet",
     ".xlsx": "xlsx",
 }
+#: what a spreadsheet reads as the start of a formula (OWASP's rule against CSV injection)
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def formula_safe(value: str) -> str:
+    """``value`` as a spreadsheet shows it as text: with a leading ``'`` where it starts like a
+    formula (:data:`FORMULA_STARTS`) and is no number ("-1" stays a number)."""
+    if value.startswith(FORMULA_STARTS) and not _number(value):
+        return "'" + value
+    return value
+
+
+def _number(value: str) -> bool:
+    try:
+        float(value)
+    except ValueError:
+        return False
+    return True
+
+
+def _text_columns_safe(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with every text cell and column name :func:`formula_safe` (numbers untouched)."""
+    out = frame.rename(columns=lambda c: formula_safe(c) if isinstance(c, str) else c)
+    for column in out.columns[out.dtypes == object]:
+        out[column] = out[column].map(lambda v: formula_safe(v) if isinstance(v, str) else v)
+    return out
+
+
 #: the most characters an Excel cell holds
 EXCEL_CELL_LIMIT = 32_767
 #: the most rows an Excel sheet holds
@@ -279,7 +307,11 @@ class _TableWriter:
         self._sheet: Any = None
 
     def append(self, frame: pd.DataFrame) -> None:
+        """Write ``frame``'s rows; in a spreadsheet's formats (CSV, TSV, Excel) a text cell that
+        starts like a formula is written as text (:func:`formula_safe`)."""
         first = self._handle is None
+        if self.format != "parquet":
+            frame = _text_columns_safe(frame)
         if self.format == "parquet":
             self._parquet(frame)
         elif self.format == "xlsx":

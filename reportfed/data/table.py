@@ -548,7 +548,13 @@ def _table_path(path: str | Path) -> Path:
         raise InputFileError(f"{path}: is a directory, not a reports table")
     if not path.is_file():
         raise InputFileError(f"{path}: no such file")
-    if path.suffix.lower() in SPREADSHEETS or _starts_like_a_spreadsheet(path):
+    kind = _container(path)
+    if kind == "zip":
+        raise InputFileError(
+            f"{path}: is a zip archive; reportfed reads a CSV (plain or gzipped) or Parquet "
+            "table: unzip it and give the table inside"
+        )
+    if kind == "spreadsheet" or (kind is None and path.suffix.lower() in SPREADSHEETS):
         raise InputFileError(
             f"{path}: is a spreadsheet; reportfed reads CSV or Parquet: save its sheet as CSV "
             "(Excel: File > Save As > CSV UTF-8; LibreOffice: File > Save As > Text CSV) and "
@@ -561,12 +567,25 @@ def _table_path(path: str | Path) -> Path:
 SPREADSHEETS = frozenset({".xlsx", ".xlsm", ".xls", ".ods"})
 
 
-def _starts_like_a_spreadsheet(path: Path) -> bool:
-    """A file whose first bytes are an Office file's (zip: xlsx/ods; OLE2: xls), whatever its
-    name: never a CSV, which would otherwise fail as text that is not UTF-8."""
+def _container(path: Path) -> str | None:
+    """What a file's first bytes say it is, whatever its name: ``"spreadsheet"`` (an Office
+    file: a zip holding an xlsx or ods workbook, or OLE2's xls), ``"zip"`` (any other zip
+    archive), else ``None``; never a CSV, which would otherwise fail as text that is not UTF-8."""
+    import zipfile
+
     with path.open("rb") as f:
         head = f.read(8)
-    return head.startswith((b"PK\x03\x04", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"))
+    if head.startswith(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"):
+        return "spreadsheet"
+    if not head.startswith(b"PK\x03\x04"):
+        return None
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = set(archive.namelist())
+    except (zipfile.BadZipFile, OSError):
+        return "zip"
+    office = {"[Content_Types].xml", "mimetype"}
+    return "spreadsheet" if names & office else "zip"
 
 
 def _text_column(path: Path, columns: list[Any], text_column: str | None, first_row: int) -> Any:

@@ -59,6 +59,7 @@ import tomllib
 
 from reportfed.core.characters import as_read
 from reportfed.core.errors import InputFileError
+from reportfed.core.files import FORMULA_STARTS
 from reportfed.core.labels import KNOWN_LABELS, LabelError, canonical
 from reportfed.core.limits import MAX_NAME
 from reportfed.text.lexicon import BUILTIN
@@ -412,8 +413,6 @@ OUTPUT_COLUMNS = frozenset(
     {"reports", "id", "file_row", "row", "label", "state", "probability", "score", "sentence",
      "cue", "source", "corrected"}
 )  # fmt: skip
-#: what a spreadsheet reads as a formula at a cell's start (OWASP's CSV injection rule)
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
 def _check_name(name: str, place: str, change: bool) -> None:

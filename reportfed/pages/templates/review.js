@@ -169,8 +169,13 @@ function card(report) {
   return a;
 }
 
+// a field of the download: a text that starts like a spreadsheet formula ("=", "+", "-", "@",
+// a tab or a carriage return) and is no number is written as text, with a leading "'" (OWASP's
+// rule against CSV injection), then quoted where it holds a quote, comma or line break
 function csvField(value) {
-  return /[",\n\r]/.test(value) ? '"' + value.replaceAll('"', '""') + '"' : value;
+  const text = String(value);
+  const safe = /^[=+\-@\t\r]/.test(text) && isNaN(Number(text)) ? "'" + text : text;
+  return /[",\n\r]/.test(safe) ? '"' + safe.replaceAll('"', '""') + '"' : safe;
 }
 
 // the corrected reports, a site table: id, report, every label's state and, in "Corrected", the
