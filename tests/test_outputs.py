@@ -145,3 +145,25 @@ def test_a_site_whose_label_is_always_1_is_warned_about(iu_embedded, tmp_path, c
     assert (
         f"reportfed: warning: site 'node0:{a.name}' labels 'Cardiomegaly' 1 on all its 500" in err
     )
+
+
+def test_a_cell_that_starts_like_a_formula_is_written_as_text(tmp_path: Path) -> None:
+    """OWASP's rule against CSV injection, in every spreadsheet format reportfed writes: a text
+    cell starting with =, +, -, @, a tab or a carriage return gets a leading ', a number such as
+    -1 stays a number, and so do the column names."""
+    import openpyxl
+
+    from reportfed.core.files import table_data, write_together
+
+    frame = pd.DataFrame({"id": ["a", "b", "c"], "Reports": ["=1+1", "- no effusion", "@SUM(A1)"],
+                          "=Edema": [-1.0, 1.0, 0.0]})  # fmt: skip
+    paths = [tmp_path / "t.csv", tmp_path / "t.tsv", tmp_path / "t.xlsx"]
+    write_together([(p, table_data(frame, p)) for p in paths])
+    back = pd.read_csv(paths[0])
+    assert list(back.columns) == ["id", "Reports", "'=Edema"]
+    assert list(back["Reports"]) == ["'=1+1", "'- no effusion", "'@SUM(A1)"]
+    assert list(back["'=Edema"]) == [-1.0, 1.0, 0.0]
+    assert list(pd.read_csv(paths[1], sep="\t")["Reports"]) == list(back["Reports"])
+    sheet = openpyxl.load_workbook(paths[2]).active
+    assert [c.value for c in sheet[2]] == ["a", "'=1+1", -1]
+    assert all(c.data_type != "f" for row in sheet.iter_rows() for c in row)

@@ -253,9 +253,13 @@ def _number(value: str) -> bool:
 
 def _text_columns_safe(frame: pd.DataFrame) -> pd.DataFrame:
     """``frame`` with every text cell and column name :func:`formula_safe` (numbers untouched)."""
+    import pandas as pd
+
     out = frame.rename(columns=lambda c: formula_safe(c) if isinstance(c, str) else c)
-    for column in out.columns[out.dtypes == object]:
-        out[column] = out[column].map(lambda v: formula_safe(v) if isinstance(v, str) else v)
+    for column in out.columns:
+        values = out[column]
+        if values.dtype == "object" or pd.api.types.is_string_dtype(values.dtype):
+            out[column] = values.map(lambda v: formula_safe(v) if isinstance(v, str) else v)
     return out
 
 
