@@ -187,3 +187,96 @@ def test_sections_as_the_mimic_cxr_authors_parser_defines_them() -> None:
     # no header at all: the last paragraph, as the labels were read
     assert section_text("Heart normal.\n \nNo pneumothorax.") == "No pneumothorax."
     assert section_text("") == ""
+
+
+def _fresh(tmp_path: Path) -> tuple[Path, dict]:  # type: ignore[type-arg]
+    root = tmp_path / "mimic"
+    return root, write_fixture(root, 30)
+
+
+def _rewrite_labels(root: Path, edit) -> None:  # type: ignore[no-untyped-def]
+    path = root / "mimic-cxr-2.0.0-chexpert.csv.gz"
+    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    edit(frame).to_csv(path, index=False, compression="gzip")
+
+
+def test_a_study_labelled_twice_is_refused_naming_it_and_its_lines(tmp_path: Path) -> None:
+    """A label file that repeats a study's row (concatenated, exported again) used to shift
+    every later study's labels by one; the join is by study id, and a repeat is refused."""
+    root, _ = _fresh(tmp_path)
+    _rewrite_labels(root, lambda f: pd.concat([f.iloc[:5], f.iloc[[2]], f.iloc[5:]]))
+    study = pd.read_csv(root / "mimic-cxr-2.0.0-chexpert.csv.gz", dtype=str)["study_id"][2]
+    done = corpus("--root", str(root), "--out", "m.csv", cwd=tmp_path)
+    assert done.returncode == 2 and not (tmp_path / "m.csv").exists()
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"reportfed: error: {root / 'mimic-cxr-2.0.0-chexpert.csv.gz'}: study {study} is "
+        "labelled twice (line 7, and line 4); one row a study: remove the repeated rows"
+    )
+
+
+def test_labels_join_their_reports_by_study_id_whatever_the_rows_order_or_s(
+    tmp_path: Path,
+) -> None:
+    root, made = _fresh(tmp_path)
+    _rewrite_labels(
+        root,
+        lambda f: f.iloc[::-1].assign(study_id=lambda g: "s" + g["study_id"]),
+    )
+    table = load_mimic(root)
+    truth = {row["study_id"]: row for row in made["chexpert"]}  # type: ignore[index]
+    for study, states in zip(table.ids, table.labels, strict=True):
+        expected = [truth[study][c] for c in CHEXPERT_14]
+        want = [1.0 if v == "1.0" else 0.0 for v in expected]  # zeros, negative: the defaults
+        np.testing.assert_array_equal(states, want)
+
+
+def test_a_linked_folder_an_oversized_and_an_unreadable_report_are_named_not_doubled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, _ = _fresh(tmp_path)
+    groups = sorted((root / "files").iterdir())
+    (root / "files" / "p99").symlink_to(groups[0], target_is_directory=True)  # every study twice
+    big = next(groups[-1].glob("*/*.txt"))
+    with big.open("r+b") as f:
+        f.truncate(2 << 20)  # a report of 2 MiB, mostly zeros: never read whole
+    before = corpus("--root", str(root), "--out", "m.csv", cwd=tmp_path)
+    assert before.returncode == 0, before.stderr
+    assert "reports reached twice (a linked folder or a repeated id)" in before.stderr
+    assert f"1 report files over 1 MiB (first: {big})" in before.stderr
+    frame = pd.read_csv(tmp_path / "m.csv", dtype={"id": str})
+    assert frame["id"].is_unique and big.stem[1:] not in set(frame["id"])
+    # a report the reader may not open (root reads everything, so the failure is made here)
+    from reportfed.data import mimic
+
+    victim = next(p for p in sorted(groups[0].glob("*/*.txt")) if p != big)
+    real = Path.read_text
+
+    def refuse(path: Path, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if path == victim:
+            raise PermissionError(13, "Permission denied")
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "read_text", refuse)
+    counts = mimic.MimicCounts()
+    kept = list(mimic.iter_mimic(root, counts=counts))
+    assert counts.unreadable == 1 and counts.first_unreadable == f"{victim} (Permission denied)"
+    assert victim.stem[1:] not in {study for study, _, _ in kept}
+
+
+def test_an_empty_result_says_whether_the_ids_or_the_split_left_nothing(tmp_path: Path) -> None:
+    root, _ = _fresh(tmp_path)
+    _rewrite_labels(root, lambda f: f.assign(study_id=lambda g: "9" + g["study_id"]))
+    done = corpus("--root", str(root), "--out", "m.csv", cwd=tmp_path)
+    assert (
+        done.stderr.strip().splitlines()[-1].startswith(f"reportfed: error: {root}: none of its ")
+    )
+    assert "study ids is in the label file" in done.stderr
+    root2, _ = _fresh(tmp_path / "two")
+    split = root2 / "mimic-cxr-2.0.0-split.csv.gz"
+    frame = pd.read_csv(split, dtype=str)
+    frame.assign(split="train").to_csv(split, index=False, compression="gzip")
+    done = corpus("--root", str(root2), "--out", "m.csv", "--split", "test", cwd=tmp_path)
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"reportfed: error: {root2}: no labelled report is in the test split "
+        "(mimic-cxr-2.0.0-split.csv.gz)"
+    )

@@ -190,7 +190,7 @@ def _corpus_mimic(args: argparse.Namespace) -> None:
                 )
             batch = [row for _, row in sorted(chosen, key=lambda c: c[0])]
         if not batch and not written:
-            raise ReportfedError(f"{args.root}: no labelled report with text in its sections")
+            raise ReportfedError(counts.why_empty(Path(args.root), args.sections, args.split))
         if batch:
             staged.append(args.out, frame(batch))
             written += len(batch)
@@ -202,6 +202,12 @@ def _corpus_mimic(args: argparse.Namespace) -> None:
         left.append(f"{counts.other_split} reports of other splits")
     if counts.empty:
         left.append(f"{counts.empty} reports without {args.sections} text")
+    if counts.repeated:
+        left.append(f"{counts.repeated} reports reached twice (a linked folder or a repeated id)")
+    if counts.too_large:
+        left.append(f"{counts.too_large} report files over 1 MiB (first: {counts.first_too_large})")
+    if counts.unreadable:
+        left.append(f"{counts.unreadable} unreadable report files (first: {counts.first_unreadable})")
     if stand_in(args.root):
         left.append(f"and it is a stand-in ({STAND_IN}), not MIMIC-CXR")
     say(

@@ -57,6 +57,9 @@ SPLIT_FILE = "mimic-cxr-2.0.0-split.csv.gz"
 STAND_IN = "STAND-IN.txt"
 #: rows of a label or split file read at once
 CHUNK = 50_000
+#: bytes of the largest report file read (MIMIC-CXR's reports are a few kilobytes; its largest,
+#: about 20): a larger one is left out, counted and named, never read whole
+MAX_REPORT_BYTES = 1 << 20
 
 #: a section header: capitals (and spaces, slashes, brackets) then a colon, starting a line
 _HEADER = re.compile(r"^[ \t]*([A-Z][A-Z ()/,&-]*[A-Z)])[ \t]*:", re.MULTILINE)
@@ -135,18 +138,33 @@ def _reports_tree(root: Path) -> Path | None:
     return next((f / "files" for f in _near(root) if (f / "files").is_dir()), None)
 
 
-def iter_reports(root: Path) -> Iterator[tuple[str, str]]:
+def iter_reports(root: Path, counts: MimicCounts | None = None) -> Iterator[tuple[str, str]]:
     """``(study_id, text)`` of every report under ``root``: the ``files/`` tree, else
     ``mimic-cxr-reports.zip`` (:func:`find_file`), in sorted order; a
-    :class:`InputFileError` where there is neither."""
+    :class:`InputFileError` where there is neither. A report reached twice (through a linked
+    folder, or a study's id in two files) is read once; one over :data:`MAX_REPORT_BYTES` or
+    that cannot be read is left out; ``counts`` says how many of each, naming the first."""
+    counts = counts if counts is not None else MimicCounts()
     tree = _reports_tree(root)
     if tree is not None:
+        seen_files: set[str] = set()
+        seen_studies: set[str] = set()
         for group in sorted(_subfolders(tree)):
             for patient in sorted(_subfolders(group)):
                 for entry in sorted(os.scandir(patient), key=lambda e: e.name):
                     found = _REPORT_PATH.search(Path(entry.path).as_posix())
-                    if found and entry.is_file():
-                        yield found.group(2), Path(entry.path).read_text("utf-8", "replace")
+                    if not (found and entry.is_file()):
+                        continue
+                    real = os.path.realpath(entry.path)
+                    study = found.group(2)
+                    if real in seen_files or study in seen_studies:
+                        counts.repeated += 1
+                        continue
+                    seen_files.add(real)
+                    seen_studies.add(study)
+                    text = _read_report(Path(entry.path), counts)
+                    if text is not None:
+                        yield study, text
         return
     archive = find_file(root, REPORTS_ZIP)
     if archive is None:
@@ -156,12 +174,37 @@ def iter_reports(root: Path) -> Iterator[tuple[str, str]]:
         )
     try:
         with zipfile.ZipFile(archive) as zipped:
+            seen: set[str] = set()
             for info in sorted(zipped.infolist(), key=lambda i: i.filename):
                 found = _REPORT_PATH.search(info.filename)
-                if found and not info.is_dir():
-                    yield found.group(2), zipped.read(info).decode("utf-8", "replace")
+                if not found or info.is_dir():
+                    continue
+                if found.group(2) in seen:
+                    counts.repeated += 1
+                    continue
+                seen.add(found.group(2))
+                if info.file_size > MAX_REPORT_BYTES:
+                    counts.too_large += 1
+                    counts.first_too_large = counts.first_too_large or f"{archive}:{info.filename}"
+                    continue
+                yield found.group(2), zipped.read(info).decode("utf-8", "replace")
     except zipfile.BadZipFile as exc:
         raise InputFileError(f"{archive}: not a zip archive ({exc})") from None
+
+
+def _read_report(path: Path, counts: MimicCounts) -> str | None:
+    """A report file's text, or ``None`` (counted) where it is over :data:`MAX_REPORT_BYTES`
+    or cannot be read: its size is checked before it is read."""
+    try:
+        if path.stat().st_size > MAX_REPORT_BYTES:
+            counts.too_large += 1
+            counts.first_too_large = counts.first_too_large or str(path)
+            return None
+        return path.read_text("utf-8", "replace")
+    except OSError as exc:
+        counts.unreadable += 1
+        counts.first_unreadable = counts.first_unreadable or f"{path} ({exc.strerror or exc})"
+        return None
 
 
 def _read_csv_chunks(path: Path, columns: list[str]) -> Iterator[pd.DataFrame]:
@@ -200,9 +243,13 @@ class MimicLabels:
 
     @classmethod
     def read(cls, path: Path) -> MimicLabels:
-        """Read ``path`` chunk by chunk; a state other than the four is an error naming it."""
+        """Read ``path`` chunk by chunk, each study's row kept by its id (written with or
+        without its ``s``, as the reports' file names have it); a state other than the four,
+        and a study labelled twice (a file concatenated or exported again), are errors naming
+        the study and the line."""
         parts: list[np.ndarray] = []
         rows: dict[str, int] = {}
+        line = 2  # the file's line of the chunk's first row: its header is line 1
         for chunk in _read_csv_chunks(path, ["study_id", *CHEXPERT_14]):
             values = chunk[list(CHEXPERT_14)].replace("", "nan")
             try:
@@ -216,10 +263,24 @@ class MimicLabels:
                     f"{path}: study {chunk['study_id'].iloc[row]}: {CHEXPERT_14[col]} is "
                     f"{states[row, col]:g}; the states are 1.0, 0.0, -1.0 and blank"
                 )
-            for study in chunk["study_id"]:
-                rows[study] = len(rows)
+            for k, study in enumerate(chunk["study_id"]):
+                key = study_key(study)
+                if key in rows:
+                    raise InputFileError(
+                        f"{path}: study {study} is labelled twice (line {line + k}, and line "
+                        f"{rows[key] + 2}); one row a study: remove the repeated rows"
+                    )
+                rows[key] = line - 2 + k
+            line += len(chunk)
             parts.append(states)
         return cls(path, rows, np.concatenate(parts) if parts else cls(path).states)
+
+
+def study_key(study: str) -> str:
+    """A study's id as reportfed keys it: its digits, with or without the ``s`` its report's
+    file name has ("s50000001" and "50000001" are one study)."""
+    study = study.strip()
+    return study[1:] if study[:1] in ("s", "S") and study[1:].isdigit() else study
 
 
 def read_split(path: Path, split: Split, key: str = "study_id") -> set[str]:
@@ -227,7 +288,8 @@ def read_split(path: Path, split: Split, key: str = "study_id") -> set[str]:
     puts in ``split`` (a study is in the split of its images)."""
     kept: set[str] = set()
     for chunk in _read_csv_chunks(path, [key, "split"]):
-        kept.update(chunk.loc[chunk["split"] == split, key])
+        ids = chunk.loc[chunk["split"] == split, key]
+        kept.update(ids.map(study_key) if key == "study_id" else ids)
     return kept
 
 
@@ -235,13 +297,35 @@ def read_split(path: Path, split: Split, key: str = "study_id") -> set[str]:
 class MimicCounts:
     """What a pass over MIMIC-CXR found: reports kept, reports without a label row, labelled
     studies without a report, reports left out by the split, reports without text in the
-    chosen sections."""
+    chosen sections, reports reached twice (read once), reports over
+    :data:`MAX_REPORT_BYTES` and reports that could not be read (the first of each named)."""
 
     kept: int = 0
     unlabelled: int = 0
     without_report: int = 0
     other_split: int = 0
     empty: int = 0
+    repeated: int = 0
+    too_large: int = 0
+    unreadable: int = 0
+    first_too_large: str = ""
+    first_unreadable: str = ""
+
+    def why_empty(self, root: Path, sections: str, split: str | None) -> str:
+        """Why a pass kept no report, naming the stage that left nothing: the ids, the
+        split or the sections."""
+        read = self.unlabelled + self.other_split + self.empty + self.kept
+        if read == 0:
+            return f"{root}: no report could be read"
+        if self.unlabelled == read:
+            return (
+                f"{root}: none of its {read:,} reports' study ids is in the label file (are "
+                "they the same studies? a label file's study_id is the number of a report's "
+                "sNNNNNNNN.txt)"
+            )
+        if split is not None and self.other_split + self.unlabelled == read:
+            return f"{root}: no labelled report is in the {split} split ({SPLIT_FILE})"
+        return f"{root}: no labelled report has text in its {sections} sections"
 
 
 def stand_in(root: str | Path) -> bool:
@@ -285,7 +369,7 @@ def iter_mimic(
         wanted = read_split(split_path, split)
     counts = counts if counts is not None else MimicCounts()
     seen: set[str] = set()
-    for study, text in iter_reports(root):
+    for study, text in iter_reports(root, counts):
         row = labels.rows.get(study)
         if row is None:
             counts.unlabelled += 1
@@ -316,12 +400,14 @@ def load_mimic(
     labels with -1 and blank by the ``uncertain`` and ``blank`` policies
     (:func:`~reportfed.data.table.training_labels`)."""
     ids, texts, states = [], [], []
-    for study, text, row in iter_mimic(root, labeler=labeler, split=split, sections=sections):
+    counts = MimicCounts()
+    rows = iter_mimic(root, labeler=labeler, split=split, sections=sections, counts=counts)
+    for study, text, row in rows:
         ids.append(study)
         texts.append(text)
         states.append(row)
     if not texts:
-        raise InputFileError(f"{root}: no labelled report with text in its {sections} sections")
+        raise InputFileError(counts.why_empty(Path(root), sections, split))
     return ReportTable(
         texts=texts,
         labels=training_labels(np.stack(states), uncertain, blank),
