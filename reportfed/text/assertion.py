@@ -332,6 +332,8 @@ def _spans(
 ) -> list[tuple[int, int]]:
     """Where ``named`` name a finding in ``sentence``: each match that overlaps no earlier one
     and no match of ``unmention``, in order."""
+    if len(named) == 1 and not unmention:  # the built-in lexicon alone: no overlap to judge
+        return [m.span() for m in named[0].finditer(sentence)]
     taken = [m.span() for p in unmention for m in p.finditer(sentence)]
     spans: list[tuple[int, int]] = []
     for pattern in named:

@@ -39,6 +39,12 @@ OTHER_WORDS = frozenset({
 })  # fmt: skip
 #: a word: letters of any script, with the hyphenated parts that follow it ("non-displaced")
 _WORD = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)*")
+#: what might be evidence of another language, looked for in one pass before any word is
+#: weighed: a letter beyond ASCII, or one of :data:`OTHER_WORDS` (in any case)
+_MIGHT_BE = re.compile(
+    r"[^\x00-\x7f]|\b(?:" + "|".join(sorted(OTHER_WORDS, key=len, reverse=True)) + r")\b",
+    re.IGNORECASE,
+)
 
 
 def _evidence(sentence: str, mixed_case: bool) -> tuple[int, int, int]:
@@ -74,6 +80,8 @@ def _not_english(text: str) -> bool:
 def foreign_sentences(sentences: Sequence[str]) -> list[bool]:
     """Per sentence of one report (its findings sentences), whether it is written in another
     language than English (see the module docstring)."""
+    if not any(_MIGHT_BE.search(s) for s in sentences):  # an English report, in one pass
+        return [False] * len(sentences)
     mixed = any(c.islower() for s in sentences for c in s)
     counts = [_evidence(s, mixed) for s in sentences]
     if not any(other or accented for other, accented, _ in counts):
