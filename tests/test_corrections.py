@@ -105,3 +105,22 @@ def test_a_phrasing_corrected_two_ways_or_an_unknown_label_is_one_error(tmp_path
     )
     with pytest.raises(InputFileError, match=r"'Hiatal hernia' is not .* \(a finding your hosp"):
         read_table(_download(tmp_path, defined))
+
+
+def test_a_corrected_phrasing_is_read_under_the_sentences_scope() -> None:
+    """A correction is an entry of the lexicon read like the others: once "concerning for
+    pneumonia" reads affirmed, a differential or an alternative beside it still hedges it, as
+    docs/labels.md says "versus" and "or" do."""
+    corrected = Lexicon(corrections=Corrections(
+        (Correction("Pneumonia", "pneumonia", "concerning for", "uncertain", "affirmed"),)
+    ))  # fmt: skip
+    texts = [
+        "Opacity concerning for pneumonia.",
+        "Findings concerning for pneumonia versus atelectasis.",
+        "Opacity concerning for pneumonia or atelectasis.",
+    ]
+    read = read_labels(texts, ["Pneumonia"], corrected)[:, 0]
+    assert read[0] == 1.0 and np.isnan(read[1:]).all()  # hedged: not annotated
+    found = report_mentions(texts, ["Pneumonia"], corrected)
+    assert found[0]["Pneumonia"].corrected and not found[1]["Pneumonia"].corrected
+    assert found[1]["Pneumonia"].cue == "versus"

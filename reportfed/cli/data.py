@@ -207,7 +207,9 @@ def _corpus_mimic(args: argparse.Namespace) -> None:
     if counts.too_large:
         left.append(f"{counts.too_large} report files over 1 MiB (first: {counts.first_too_large})")
     if counts.unreadable:
-        left.append(f"{counts.unreadable} unreadable report files (first: {counts.first_unreadable})")
+        left.append(
+            f"{counts.unreadable} unreadable report files (first: {counts.first_unreadable})"
+        )
     if stand_in(args.root):
         left.append(f"and it is a stand-in ({STAND_IN}), not MIMIC-CXR")
     say(

@@ -265,7 +265,7 @@ def _hedged(sentence: str, mentions: list[Mention]) -> list[Mention]:
             if any(m.span[0] < n.span[1] and n.span[0] < m.span[1] for n in near + differential):
                 hedged[id(m)] = versus.group()
     return [
-        replace(m, assertion="uncertain", cue=hedged[id(m)])
+        replace(m, assertion="uncertain", cue=hedged[id(m)], corrected=False)
         if id(m) in hedged and m.assertion == "affirmed"
         else m
         for m in ordered
@@ -376,7 +376,11 @@ def _sentence_mentions(sentence: str, lexicon: Lexicon = PLAIN) -> tuple[Mention
             if said is not None:
                 found.append(Mention(label, 0, m.span(), said[0], text=sentence, cue=said[1]))
                 break
-    return tuple(_hedged(sentence, _fields(sentence, found)))
+    found = _fields(sentence, found)
+    if lexicon.corrections:  # a corrected phrasing is read as the hospital reads it, and then
+        # under the sentence's scope like any other: alternatives and "versus" still hedge it
+        found = lexicon.corrections.apply(found)
+    return tuple(_hedged(sentence, found))
 
 
 def _fields(sentence: str, found: list[Mention]) -> list[Mention]:
@@ -420,8 +424,6 @@ def decisive_mentions(
     labels = list(labels)
     children = _children(labels, lexicon)
     mentions = find_mentions(text, [*labels, *children], lexicon)
-    if lexicon.corrections:
-        mentions = lexicon.corrections.apply(mentions)
     mentions += [
         replace(m, label=children[m.label])
         for m in mentions
