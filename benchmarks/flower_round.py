@@ -42,9 +42,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
-
 import tomllib
+from pathlib import Path
 
 MESSAGES = ("query", "train+evaluate", "train", "evaluate")
 PHASES = ("start", "flower", "reportfed", "message")

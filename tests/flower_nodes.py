@@ -3,12 +3,12 @@ names its findings in the NIH vocabulary), written as the CSVs a hospital would 
 
 from __future__ import annotations
 
+import tomllib
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
-import tomllib
 
 from reportfed.core.aggregation import GlobalState
 from reportfed.core.config import FederationConfig, Granularity, NodeSettings, RunSettings

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import tomllib
 
 import pytest
-import tomllib
 
 from reportfed.cli import build_parser
 from reportfed.core import schema

@@ -18,11 +18,11 @@ class ReportfedError(Exception):
     """Base class of every error reportfed raises on bad input."""
 
 
-class LabelError(ReportfedError):
-    """An unknown, empty or duplicate label name."""
+class LabelError(ReportfedError, ValueError):
+    """An unknown, empty or duplicate label name (a ``ValueError``, as scikit-learn raises)."""
 
 
-class InputFileError(ReportfedError):
+class InputFileError(ReportfedError, ValueError):
     """A reports or labels file that cannot be used (names the file, row and column)."""
 
 
@@ -42,7 +42,7 @@ class ConfigError(ReportfedError, ValueError):
     """A hyperparameter or option outside its range (names the option and the range)."""
 
 
-class ModelFileError(ReportfedError):
+class ModelFileError(ReportfedError, ValueError):
     """A model file that is truncated, corrupted, or made for another embedder."""
 
 

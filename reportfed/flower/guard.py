@@ -41,15 +41,11 @@ import subprocess
 import sys
 import threading
 import time
+import tomllib
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # Flower depends on tomli where the standard library has no tomllib
-    import tomli as tomllib
 
 from reportfed.core.errors import without_paths
 from reportfed.flower.warm import prestart, private_root, remove_places

@@ -54,7 +54,7 @@ def expiry_warning(path: Path, *, days: int = 30) -> str | None:
     from cryptography import x509
 
     cert = x509.load_pem_x509_certificates(path.read_bytes())[0]
-    left = cert.not_valid_after_utc - dt.datetime.now(dt.timezone.utc)
+    left = cert.not_valid_after_utc - dt.datetime.now(dt.UTC)
     when = cert.not_valid_after_utc.strftime("%Y-%m-%d %H:%M UTC")
     if left.total_seconds() <= 0:
         return f"{path} expired on {when}: nodes cannot connect; make a new one"
@@ -75,7 +75,7 @@ def generate_certificates(
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    now = dt.datetime.now(dt.timezone.utc)
+    now = dt.datetime.now(dt.UTC)
 
     def name(cn: str) -> x509.Name:
         return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])

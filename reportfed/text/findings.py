@@ -48,6 +48,7 @@ import bisect
 import functools
 import hashlib
 import re
+import tomllib
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
@@ -55,7 +56,6 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import re2
-import tomllib
 
 from reportfed.core.characters import as_read
 from reportfed.core.errors import InputFileError

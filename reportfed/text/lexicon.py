@@ -13,12 +13,11 @@ aggregation) are code, in :mod:`reportfed.text.assertion`.
 from __future__ import annotations
 
 import hashlib
+import tomllib
 from dataclasses import dataclass
 from functools import cached_property
 from importlib import resources
 from typing import TYPE_CHECKING
-
-import tomllib
 
 if TYPE_CHECKING:
     from reportfed.text.corrections import Corrections
