@@ -188,10 +188,11 @@ def test_reports_that_share_an_id_are_warned_about_and_told_apart(
 
 
 def test_tiny_sites_are_warned_about_with_their_counts(tmp_path, capsys, env) -> None:
-    """Two sites of four reports, every one labelled Edema 1: no negative to learn from."""
+    """Two sites of four reports, every one labelled Edema 1: no negative to learn from. Their
+    Pneumothorax column is blank on every row: left out, and said so once, not warned about."""
     texts = ["Mild pulmonary edema.", "No acute disease.", "Heart size normal.", "Clear lungs."]
     for name in ("a", "b"):
-        pd.DataFrame({"Reports": texts, "Edema": [1.0] * 4}).to_csv(
+        pd.DataFrame({"Reports": texts, "Edema": [1.0] * 4, "Pneumothorax": [None] * 4}).to_csv(
             tmp_path / f"{name}.csv", index=False
         )
     out = ["--out", str(tmp_path / "m.safetensors"), "--metrics", str(tmp_path / "m.json")]
@@ -199,6 +200,8 @@ def test_tiny_sites_are_warned_about_with_their_counts(tmp_path, capsys, env) ->
     assert main(["train", *nodes, "--rounds", "1", *out]) == 0
     err = capsys.readouterr().err
     assert "'Edema' has 8 positive and 0 negative annotated rows" in err
+    assert "not annotated on any row (left out): ['Pneumothorax']" in err
+    assert "'Pneumothorax' has" not in err
 
 
 def test_a_learning_rate_that_wrecks_training_is_warned_about(tmp_path, capsys, env) -> None:

@@ -24,7 +24,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from reportfed.cli.options import say
+from reportfed.cli.options import say, warn
 from reportfed.core import schema
 from reportfed.core.config import FLOWER_DEFAULTS, FederationConfig, NodeSettings, RunSettings
 from reportfed.core.errors import ReportfedError, RunFailedError
@@ -144,7 +144,7 @@ def start_superlink(args: argparse.Namespace) -> None:
         for cert in (certs.cert, certs.ca):
             warning = expiry_warning(cert)
             if warning:
-                say(f"reportfed: warning: {warning}")
+                warn(f"{warning}")
     superlink = superlink_command(
         host=OPERATOR_HOST if public else args.host,
         port=operator_port,
@@ -218,8 +218,8 @@ def _check_embedder(args: argparse.Namespace) -> None:
 
         make_embedder(spec, base_url=args.base_url or None, remote=False)  # raises, naming it
     if kind in ("st", "hf") and not Path(resolve_model_path(model)).is_dir():
-        say(
-            f"reportfed: warning: {model!r} is no folder on this machine: the node loads it from "
+        warn(
+            f"{model!r} is no folder on this machine: the node loads it from "
             "the local Hugging Face cache alone (--allow-remote-embedder lets it download)"
         )
 
@@ -245,7 +245,7 @@ def start_supernode(args: argparse.Namespace) -> None:
         from reportfed.flower.identity import check_node_key
 
         for warning in check_node_key(key):
-            say(f"reportfed: warning: {warning}")
+            warn(f"{warning}")
     config = node_config(args)
     findings = read_findings(args.findings) if args.findings else None
     table = read_table(  # fail here, not inside Flower
@@ -330,8 +330,8 @@ def cmd_run(args: argparse.Namespace) -> None:
     ca = _tls(args, "root-certificates")
     run_config = _run_config(args)
     if args.secure_aggregation and args.min_nodes < SECURE_MIN_NODES:
-        say(
-            f"reportfed: warning: --secure-aggregation with --min-nodes {args.min_nodes}: with "
+        warn(
+            f"--secure-aggregation with --min-nodes {args.min_nodes}: with "
             f"fewer than {SECURE_MIN_NODES} nodes each node can read the others' updates from the "
             "sum (the server warns again if fewer join)"
         )
@@ -362,8 +362,8 @@ def cmd_run(args: argparse.Namespace) -> None:
         say(f"{len(history)} rounds in {sum(e['seconds'] for e in history):.1f} s")
         for name, lost in _lost_nodes(out / MODEL_FILE).items():
             untrained = lost["labels-untrained"]
-            say(
-                f"reportfed: warning: node {name!r} was lost from round {lost['since-round']} "
+            warn(
+                f"node {name!r} was lost from round {lost['since-round']} "
                 f"({lost['reason']})"
                 + (
                     f"; no other node holds {untrained}: their rows stopped learning"
@@ -385,8 +385,8 @@ def cmd_run(args: argparse.Namespace) -> None:
                     say(line)
             rows = evaluation.get("min-rows")
             if rows is not None and rows < RELIABLE_ROWS:
-                say(
-                    f"reportfed: warning: some label's AUROC rests on {rows} held-out rows "
+                warn(
+                    f"some label's AUROC rests on {rows} held-out rows "
                     f"(< {RELIABLE_ROWS}): unreliable; give the nodes more rows or a larger "
                     "--val-fraction"
                 )

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from reportfed.cli.options import add_embedder_options, add_text_column, check_outputs, say
+from reportfed.cli.options import add_embedder_options, add_text_column, check_outputs, say, warn
 from reportfed.core.errors import ReportfedError
 from reportfed.core.files import StagedTables
 from reportfed.pages.review import REVIEW_LIMIT, ReviewPage
@@ -97,21 +97,21 @@ def cmd_label(args: argparse.Namespace) -> None:
             page.write(args.review)
     shared = _shared_ids(id_hashes)
     if shared:
-        say(
-            f"reportfed: warning: {shared} report(s) share their id with another report; "
+        warn(
+            f"{shared} report(s) share their id with another report; "
             "the evidence's row column (the report's place in the output) tells them apart"
         )
     if mixed:
         shown = "; ".join(mixed_shown) + ("; ..." if mixed > len(mixed_shown) else "")
-        say(
-            f"reportfed: warning: {mixed} report(s) hold sentences in another language than "
+        warn(
+            f"{mixed} report(s) hold sentences in another language than "
             f"English, which the labeler does not read; their English sentences are labelled "
             f"({shown})"
         )
     if unread:
         shown = ", ".join(unreadable) + (", ..." if unread > len(unreadable) else "")
-        say(
-            f"reportfed: warning: {unread} report(s) say nothing the labeler can read "
+        warn(
+            f"{unread} report(s) say nothing the labeler can read "
             f"(only section headers, or not English), so they have no state (ids {shown})"
         )
     say(

@@ -23,6 +23,12 @@ def say(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
+def warn(msg: str) -> None:
+    """Warn the user in one ``reportfed: warning: ...`` line on stderr (reportfed's logger,
+    which :func:`voice` shows): the command line's one way to warn."""
+    logging.getLogger("reportfed").warning("%s", msg)
+
+
 class _Voice(logging.Formatter):
     """The library's log as the command line says it: notes as they are, warnings as
     ``reportfed: warning:`` lines."""

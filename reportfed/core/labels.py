@@ -227,9 +227,12 @@ MIN_EXAMPLES = 5
 def warn_if_too_few(y: np.ndarray, labels: LabelSpace) -> None:
     """Warn, with the counts, for each label of ``y`` (all the sites' rows) with fewer than
     :data:`MIN_EXAMPLES` positive or negative annotated rows: the model cannot learn it from
-    reports, and may call it on reports that never mention it (or never call it)."""
+    reports, and may call it on reports that never mention it (or never call it). A label no
+    row annotates is left out of training, not warned about."""
     for c, name in enumerate(labels):
         known = y[~np.isnan(y[:, c]), c]
+        if not len(known):
+            continue
         positives = int((known == 1).sum())
         negatives = len(known) - positives
         if positives < MIN_EXAMPLES or negatives < MIN_EXAMPLES:
