@@ -312,6 +312,48 @@ def test_a_killed_node_command_leaves_no_supernode_behind(tmp_path: Path) -> Non
                     os.kill(int(cmdline.parent.name), signal.SIGKILL)
 
 
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="Linux's /proc")
+def test_a_node_stopped_on_purpose_exits_0_and_its_log_file_has_no_colour_codes(
+    tmp_path: Path,
+) -> None:
+    """SIGTERM (systemd's stop, ``kill``) is a clean stop, not an error; a log written to a file
+    holds Flower's lines without the terminal's colour codes."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    data = tmp_path / "site.csv"
+    data.write_text("Reports,Cardiomegaly\nHeart is enlarged.,1\n")
+    from reportfed.flower.processes import free_port
+
+    argv = ["federation", "node", "--data", str(data), "--superlink", "127.0.0.1:1", "--insecure"]
+    log = tmp_path / "node.log"
+    with open(log, "w") as out:
+        node = subprocess.Popen(  # a server that is not there: the SuperNode keeps retrying
+            [sys.executable, "-m", "reportfed", *argv, "--port", str(free_port())],
+            stdout=out,
+            stderr=out,
+            start_new_session=True,
+        )
+        try:
+            deadline = time.monotonic() + 60
+            while (
+                "Starting Flower SuperNode" not in log.read_text() and time.monotonic() < deadline
+            ):
+                time.sleep(0.2)
+            node.send_signal(signal.SIGTERM)
+            status = node.wait(timeout=30)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(node.pid, signal.SIGKILL)
+    text = log.read_text()
+    assert "Starting Flower SuperNode" in text, text[-2000:]
+    assert status == 0, text[-2000:]
+    assert text.strip().splitlines()[-1] == "node stopped (SIGTERM)"
+    assert "\x1b[" not in text
+
+
 def test_free_ports_lie_below_the_ports_outgoing_connections_take() -> None:
     """A node's port is chosen before its process binds it; a port the OS may lend an outgoing
     connection meanwhile (another node's gRPC channel) would collide."""

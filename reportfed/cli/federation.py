@@ -199,7 +199,9 @@ def _serve_behind_gateway(
         raise RunFailedError(
             f"the gateway (nginx) stopped with exit status {stopped}: its log is above"
         )
-    if status not in (0, -signal.SIGTERM, -signal.SIGINT):
+    if status in (-signal.SIGTERM, -signal.SIGINT):
+        say(f"server stopped ({signal.Signals(-status).name})")
+    elif status != 0:
         raise RunFailedError(f"the server stopped with exit status {status} (its log is above)")
 
 
@@ -268,7 +270,10 @@ def start_supernode(args: argparse.Namespace) -> None:
     )
     say("$ " + " ".join(cmd))
     status, tail = supervise(cmd, {**_flower_env(), **SUPERNODE_ENV})
-    if status in (0, -signal.SIGTERM, -signal.SIGINT):
+    if status in (-signal.SIGTERM, -signal.SIGINT):
+        say(f"node stopped ({signal.Signals(-status).name})")
+        return
+    if status == 0:
         return
     if KEY_REFUSED in tail and key is not None:
         public = key.with_suffix(".pub")

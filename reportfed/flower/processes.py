@@ -10,6 +10,7 @@ import ctypes
 import logging
 import os
 import random
+import re
 import signal
 import socket
 import subprocess
@@ -93,12 +94,17 @@ def end_group(group: int, grace: float = 5.0) -> None:
         os.killpg(group, signal.SIGKILL)
 
 
+#: a terminal's colour code: Flower colours its log's levels on every stream
+_COLOUR = re.compile(r"\x1b\[[0-9;]*m")
+
+
 def supervise(cmd: Sequence[str], env: Mapping[str, str], *, keep: int = 40) -> tuple[int, str]:
-    """Run ``cmd`` in a process group of its own, its output passed through to stderr, until it
-    ends: a SIGINT or SIGTERM to this process stops the whole group (Flower's processes and the
-    children they start), and so does this process ending, on Linux also when it is killed.
-    Returns the exit status and the last ``keep`` lines of output, for the caller to say why it
-    ended."""
+    """Run ``cmd`` in a process group of its own, its output passed through to stderr (without
+    Flower's colour codes where stderr is no terminal), until it ends: a SIGINT or SIGTERM to
+    this process stops the whole group (Flower's processes and the children they start), and so
+    does this process ending, on Linux also when it is killed. Returns the exit status (minus
+    the signal's number when this process was asked to stop, whatever the group answered) and
+    the last ``keep`` lines of output, for the caller to say why it ended."""
     proc = subprocess.Popen(
         list(cmd),
         env=dict(env),
@@ -110,18 +116,23 @@ def supervise(cmd: Sequence[str], env: Mapping[str, str], *, keep: int = 40) -> 
         preexec_fn=_stop_with_parent if sys.platform == "linux" else None,
     )
 
+    asked: list[int] = []
+
     def stop(signum: int, _frame: object) -> None:
+        asked.append(signum)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGTERM)
 
     tail: collections.deque[str] = collections.deque(maxlen=keep)
+    coloured = sys.stderr.isatty()
 
     def relay() -> None:  # until every process of the group has closed the output
         assert proc.stdout is not None
         for line in proc.stdout:
-            sys.stderr.write(line)
+            plain = _COLOUR.sub("", line)
+            sys.stderr.write(line if coloured else plain)
             sys.stderr.flush()
-            tail.append(line)
+            tail.append(plain)
 
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     relaying = threading.Thread(target=relay, daemon=True)
@@ -134,7 +145,7 @@ def supervise(cmd: Sequence[str], env: Mapping[str, str], *, keep: int = 40) -> 
         end_group(proc.pid)  # what is left of the group: Flower's children
         proc.wait()
         relaying.join(timeout=10)
-    return status, "".join(tail)
+    return (-asked[0] if asked else status), "".join(tail)
 
 
 @contextlib.contextmanager
