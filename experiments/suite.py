@@ -485,10 +485,16 @@ def title(name: str, tag: str, mimic: tuple[Path, int] | None) -> str:
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         prog="python -m experiments",
-        description=__doc__.splitlines()[0],
-        epilog="python -m experiments simulate --help: one repeat of the papers' protocol",
+        description=__doc__.replace("``", "").replace(" (:mod:`experiments.styles`)", ""),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="python -m experiments simulate --help: one repeat of the papers' protocol, its "
+        "own options",
     )
-    parser.add_argument("name", choices=EXPERIMENTS)
+    parser.add_argument(
+        "name",
+        choices=(*EXPERIMENTS, "simulate"),
+        help="an experiment (above), or simulate",
+    )
     parser.add_argument(
         "--repeats", type=int, default=None, help="repeats (default 20; 3 with --quick)"
     )

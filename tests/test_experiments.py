@@ -97,6 +97,19 @@ def test_the_experiment_runner_refuses_an_unknown_experiment(capsys) -> None:  #
     assert exc.value.code == 2 and "invalid choice: 'bogus'" in capsys.readouterr().err
 
 
+def test_the_experiment_runners_help_lists_every_experiment_and_simulate() -> None:
+    import subprocess
+    import sys
+
+    from experiments import EXPERIMENTS
+
+    done = subprocess.run(
+        [sys.executable, "-m", "experiments", "--help"], capture_output=True, text=True, check=True
+    )
+    for name in (*EXPERIMENTS, "simulate"):
+        assert f"{name}:" in done.stdout or f"{name}}}" in done.stdout, name
+
+
 def test_the_notes_state_the_rounds_and_seeds_that_ran() -> None:
     from experiments.suite import notes
 
