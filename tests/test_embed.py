@@ -100,6 +100,40 @@ def test_shards_all_of_a_wrong_size_and_a_directory_entry_are_removed(
         assert "corrupted" in caplog.text and cache.dim == 384
 
 
+def test_an_export_quiets_the_exporters_and_leaves_the_applications_logging_as_it_was(
+    tmp_path, caplog
+) -> None:
+    """The exporters' chatter (ONNX Runtime's quantizer logs on the root logger) is dropped while
+    a model is written; the application's own logger, its levels and logging.disable stay."""
+    import logging
+
+    from reportfed.embed.exported import build_atomically
+
+    app = logging.getLogger("hospital_app")
+    app.setLevel(logging.INFO)
+    logging.getLogger("torch").setLevel(logging.DEBUG)
+    logging.disable(logging.DEBUG)  # the application's own setting
+
+    def write(out) -> None:  # type: ignore[no-untyped-def]
+        logging.warning("quantizer advice")  # on the root logger, as onnxruntime does
+        logging.getLogger("torch.onnx").warning("tracer chatter")
+        app.warning("the application's warning")
+        out.write_bytes(b"model")
+
+    try:
+        with caplog.at_level(logging.INFO):
+            build_atomically(tmp_path / "m.onnx", write, "test")
+        said = [r.getMessage() for r in caplog.records]
+        assert said == ["the application's warning"], said
+        assert (tmp_path / "m.onnx").read_bytes() == b"model"
+        assert logging.root.manager.disable == logging.DEBUG
+        assert logging.getLogger("torch").level == logging.DEBUG
+        assert app.level == logging.INFO and not logging.getLogger().filters
+    finally:
+        logging.disable(logging.NOTSET)
+        logging.getLogger("torch").setLevel(logging.NOTSET)
+
+
 def test_unknown_embedder_kind_is_a_one_line_error() -> None:
     from reportfed.core.errors import EmbeddingError
 

@@ -11,6 +11,7 @@ sentence-transformers modules, which must be a transformer with a fast tokenizer
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -208,9 +209,8 @@ def build_atomically(path: Path, write: Callable[[Path], Any], engine: str) -> N
     os.close(fd)
     try:
         # the exporter's tracer warnings and the quantizer's advice are not the user's to act on
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), _quiet_exporters():
             warnings.simplefilter("ignore")
-            logging.disable(logging.WARNING)
             write(Path(tmp))
         os.replace(tmp, path)
     except Exception as exc:
@@ -221,5 +221,31 @@ def build_atomically(path: Path, write: Callable[[Path], Any], engine: str) -> N
                 f"installs: pip install onnx ({exc})"
             ) from None
         raise EmbeddingError(f"cannot build the {engine} model {path}: {exc}") from None
+
+
+#: the libraries that log while a model is exported or quantized (ONNX Runtime's quantizer logs
+#: on the root logger itself)
+_EXPORTERS = ("torch", "onnx", "onnxruntime")
+
+
+def _below_error(record: logging.LogRecord) -> bool:
+    return record.levelno >= logging.ERROR
+
+
+@contextlib.contextmanager
+def _quiet_exporters() -> Iterator[None]:
+    """While a model is exported, the exporters' loggers say errors only, and a record logged on
+    the root logger itself below ERROR is dropped; each logger's own level is restored after,
+    and no other logger (the application's) is touched."""
+    loggers = [logging.getLogger(name) for name in _EXPORTERS]
+    levels = [logger.level for logger in loggers]
+    root = logging.getLogger()
+    for logger in loggers:
+        logger.setLevel(logging.ERROR)
+    root.addFilter(_below_error)
+    try:
+        yield
     finally:
-        logging.disable(logging.NOTSET)
+        root.removeFilter(_below_error)
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.setLevel(level)
