@@ -23,12 +23,13 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from reportfed.core.environment import setting
 
 #: CheXpert finding -> the NIH findings of the gold standard that mean it
 MAPPED: dict[str, tuple[str, ...]] = {
@@ -55,7 +56,7 @@ def half(uid: str) -> str:
 
 def shared_data() -> Path:
     """``../shared/data`` beside the checkout (``$REPORTFED_SHARED_DATA`` where set)."""
-    env = os.environ.get("REPORTFED_SHARED_DATA")
+    env = setting("REPORTFED_SHARED_DATA")
     return Path(env) if env else Path(__file__).resolve().parents[2] / "shared" / "data"
 
 

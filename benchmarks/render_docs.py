@@ -797,7 +797,17 @@ def styles() -> str:
     )
 
 
+def environment() -> str:
+    """reportfed's environment variables, as ``reportfed.core.environment`` declares them."""
+    from reportfed.core.environment import VARIABLES
+
+    lines = ["| variable | read by | what it sets | default |", "| --- | --- | --- | --- |"]
+    lines += [f"| `{v.name}` | {v.reader} | {v.help} | {v.default} |" for v in VARIABLES]
+    return "\n".join(lines)
+
+
 RENDERERS: dict[str, Callable[[], str]] = {
+    "environment": environment,
     "consortium": consortium,
     "reading": reading,
     "defaults_sweep": defaults_sweep,

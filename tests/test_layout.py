@@ -100,3 +100,23 @@ def test_every_relative_link_of_the_docs_names_a_file() -> None:
         if "://" not in target and not (doc.parent / target).exists()
     ]
     assert broken == []
+
+
+def test_every_environment_variable_is_declared_once_and_read_through_it() -> None:
+    """``REPORTFED_*`` variables are declared in ``core/environment.py`` and read there alone;
+    every one a page, a module or a test names is declared."""
+    from reportfed.core.environment import VARIABLES
+
+    declared = {v.name for v in VARIABLES}
+    named: set[str] = set()
+    for path in [*ROOT.glob("*.md"), *(ROOT / "docs").glob("*.md")] + [
+        p
+        for folder in ("reportfed", "vision", "experiments", "benchmarks", "tests")
+        for p in (ROOT / folder).rglob("*.py")
+    ]:
+        text = path.read_text()
+        named |= set(re.findall(r"\bREPORTFED_[A-Z_]+\b", text))
+        if path.suffix == ".py" and path.name != "environment.py":
+            read = re.findall(r"environ(?:\.get\(|\[)\s*[\"']REPORTFED_", text)
+            assert not read or path.parent.name == "tests", f"{path} reads os.environ itself"
+    assert named <= declared, sorted(named - declared)

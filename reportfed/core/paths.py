@@ -7,12 +7,13 @@ from pathlib import Path
 
 import platformdirs
 
+from reportfed.core.environment import setting
 from reportfed.core.errors import OutputFileError
 
 
 def cache_dir() -> Path:
     """User cache directory (``$REPORTFED_CACHE_DIR`` or the platform's user cache)."""
-    root = os.environ.get("REPORTFED_CACHE_DIR") or platformdirs.user_cache_dir("reportfed")
+    root = setting("REPORTFED_CACHE_DIR") or platformdirs.user_cache_dir("reportfed")
     path = Path(root)
     try:
         path.mkdir(parents=True, exist_ok=True)
@@ -37,7 +38,7 @@ def embeddings_cache_dir() -> Path:
     """The embedding cache, the same from any working directory: ``$REPORTFED_EMBEDDINGS_CACHE``
     (e.g. a team's shared folder), else the source checkout's ``embeddings_cache/`` when reportfed
     runs from one, else ``embeddings`` in the user cache (:func:`cache_dir`)."""
-    chosen = os.environ.get("REPORTFED_EMBEDDINGS_CACHE")
+    chosen = setting("REPORTFED_EMBEDDINGS_CACHE")
     if chosen:
         return Path(chosen).expanduser()
     if CHECKOUT_EMBEDDINGS.is_dir() and (CHECKOUT_EMBEDDINGS.parent / "pyproject.toml").is_file():
@@ -48,4 +49,4 @@ def embeddings_cache_dir() -> Path:
 def flwr_home() -> Path:
     """Flower's home (``$FLWR_HOME``) for the processes reportfed starts:
     ``$REPORTFED_FLWR_HOME`` or ``flwr-home`` in the user cache, never ``~/.flwr``."""
-    return Path(os.environ.get("REPORTFED_FLWR_HOME") or cache_dir() / "flwr-home")
+    return Path(setting("REPORTFED_FLWR_HOME") or cache_dir() / "flwr-home")

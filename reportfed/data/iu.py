@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import subprocess
 import sys
 import tarfile
@@ -30,6 +29,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from reportfed.core.environment import setting
 from reportfed.core.errors import ArchiveError
 from reportfed.core.files import atomic_write
 from reportfed.core.labels import CHEXPERT_14, NIH_14, LabelSpace, canonical
@@ -114,8 +114,9 @@ def resolve_archive(path: str | Path | None = None, *, download: bool = True) ->
     """
     if path is not None:
         return _verify_archive(Path(path))
-    if os.environ.get(ENV_VAR):
-        return _verify_archive(Path(os.environ[ENV_VAR]))
+    chosen = setting(ENV_VAR)
+    if chosen:
+        return _verify_archive(Path(chosen))
     cached = cache_dir() / IU_FILENAME
     if cached.is_file():
         try:

@@ -30,6 +30,7 @@ import importlib.util
 import os
 from pathlib import Path
 
+from reportfed.core.environment import setting
 from reportfed.core.errors import EmbeddingError, ReportfedError
 from reportfed.embed.base import Embedder
 from reportfed.embed.cache import EmbeddingCache, embed_texts
@@ -55,10 +56,9 @@ def numerics(backend: str | None = None, precision: str | None = None) -> tuple[
     """How vectors are computed: ``backend`` and ``precision`` as asked, else the user's settings
     ``$REPORTFED_BACKEND`` and ``$REPORTFED_PRECISION`` (the one place they are read); else
     ``auto`` and the embedder's own default precision (``None``)."""
-    env = os.environ
     return (
-        backend or env.get("REPORTFED_BACKEND") or "auto",
-        precision or env.get("REPORTFED_PRECISION") or None,
+        backend or setting("REPORTFED_BACKEND") or "auto",
+        precision or setting("REPORTFED_PRECISION"),
     )
 
 

@@ -9,7 +9,8 @@ import json
 import os
 import re
 import subprocess
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -124,6 +125,26 @@ def check_node_key(path: Path) -> list[str]:
     return []
 
 
+#: one thread at a time reads Flower's configuration under a home of reportfed's choosing
+_FLOWER_HOME = threading.Lock()
+
+
+@contextlib.contextmanager
+def _flower_home(home: str) -> Iterator[None]:
+    """Flower's CLI helpers read their configuration from ``$FLWR_HOME`` alone: point it at
+    ``home`` for the block (one thread at a time), then put back what was there."""
+    with _FLOWER_HOME:
+        previous = os.environ.get("FLWR_HOME")
+        os.environ["FLWR_HOME"] = home
+        try:
+            yield
+        finally:
+            if previous is None:
+                os.environ.pop("FLWR_HOME", None)
+            else:
+                os.environ["FLWR_HOME"] = previous
+
+
 def registered_names(env: Mapping[str, str]) -> dict[str, int]:
     """The names of the nodes registered at the SuperLink of ``env``'s ``FLWR_HOME`` connection
     (:func:`write_flwr_config`), with their node ids, from Flower's Control API (``flwr supernode
@@ -132,18 +153,17 @@ def registered_names(env: Mapping[str, str]) -> dict[str, int]:
     from flwr.cli.utils import init_http_client_from_connection
     from flwr.proto.control_pb2 import ListNodesRequest
 
-    previous = os.environ.get("FLWR_HOME")
-    os.environ["FLWR_HOME"] = env["FLWR_HOME"]
     address = "the server"
     try:
-        with contextlib.redirect_stdout(io.StringIO()):  # "Using SuperLink: ..."
-            connection = read_superlink_connection(SUPERLINK_NAME)
-        address = f"the server at {connection.address}"
-        client = init_http_client_from_connection(connection)
-        try:
-            nodes = client.ListNodes(ListNodesRequest()).nodes_info
-        finally:
-            client.close()
+        with _flower_home(env["FLWR_HOME"]):
+            with contextlib.redirect_stdout(io.StringIO()):  # "Using SuperLink: ..."
+                connection = read_superlink_connection(SUPERLINK_NAME)
+            address = f"the server at {connection.address}"
+            client = init_http_client_from_connection(connection)
+            try:
+                nodes = client.ListNodes(ListNodesRequest()).nodes_info
+            finally:
+                client.close()
     except Exception as exc:  # Flower raises click, gRPC and HTTP errors alike
         reason = " ".join(str(exc).split())
         reason = connection_cause(reason) or reason
@@ -154,11 +174,6 @@ def registered_names(env: Mapping[str, str]) -> dict[str, int]:
                 "through an SSH tunnel to that port"
             ) from None
         raise ReportfedError(f"cannot reach the operator API of {address}: {reason}") from None
-    finally:
-        if previous is None:
-            os.environ.pop("FLWR_HOME", None)
-        else:
-            os.environ["FLWR_HOME"] = previous
     return {n.name: int(n.node_id) for n in nodes if n.name and n.status != "unregistered"}
 
 

@@ -12,12 +12,12 @@ default, which is 1.8x faster alone. ``REPORTFED_TRAINING_THREADS`` overrides th
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import torch
 
+from reportfed.core.environment import setting
 from reportfed.core.errors import ConfigError
 
 #: threads of the small-MLP training unless ``REPORTFED_TRAINING_THREADS`` says otherwise
@@ -26,7 +26,7 @@ TRAINING_THREADS = 1
 
 def training_threads() -> int:
     """The thread count for small-MLP training (``REPORTFED_TRAINING_THREADS`` or 1)."""
-    raw = os.environ.get("REPORTFED_TRAINING_THREADS", str(TRAINING_THREADS))
+    raw = setting("REPORTFED_TRAINING_THREADS") or str(TRAINING_THREADS)
     if not raw.isdigit() or int(raw) < 1:
         raise ConfigError(f"REPORTFED_TRAINING_THREADS must be an integer >= 1, got {raw!r}")
     return int(raw)
