@@ -11,7 +11,6 @@ on precomputed embeddings.
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -24,7 +23,7 @@ from sklearn.utils import Tags
 
 from reportfed.core.aggregation import GlobalState, node_arrays
 from reportfed.core.config import FederationConfig, Granularity, check_fraction
-from reportfed.core.errors import ConfigError, ReportfedError, ReportfedWarning
+from reportfed.core.errors import ConfigError, ReportfedError, warn
 from reportfed.core.labels import LabelSpace, warn_if_all_positive, warn_if_too_few
 from reportfed.core.metrics import FEW_POSITIVES, auroc, f1_at, f1_thresholds
 from reportfed.data.table import ReportTable
@@ -388,19 +387,15 @@ def _warn_if_untrained(
     stuck = {n: v for n, v in losses.items() if not v < chance}
     if stuck:
         worst = max(stuck, key=lambda n: stuck[n])
-        warnings.warn(
+        warn(
             f"training did not converge: the final training loss of node {worst!r} is "
             f"{stuck[worst]:.3g}, no better than a coin flip ({chance:.3f}); the learning rate "
-            f"{config.lr:g} is likely too high",
-            ReportfedWarning,
-            stacklevel=3,
+            f"{config.lr:g} is likely too high"
         )
     saturated = [n for n, t in zip(labels, thresholds, strict=True) if not 0 < t < 1]
     if saturated:
-        warnings.warn(
+        warn(
             f"scores saturated at 0 or 1 on the validation rows for {saturated} (thresholds "
             f"at the end of the range); the model is overconfident, lower the learning rate "
-            f"(now {config.lr:g})",
-            ReportfedWarning,
-            stacklevel=3,
+            f"(now {config.lr:g})"
         )

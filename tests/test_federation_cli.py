@@ -453,3 +453,23 @@ def test_a_node_that_cannot_reach_its_server_stops_in_bounded_time_naming_the_ca
         f"reportfed: error: this node could not reach the server at {dead} for 5 s "
         "(--connect-timeout): nothing accepts connections there"
     )
+
+
+def test_a_certificate_near_its_end_and_a_key_others_can_read_are_warned_about(
+    tmp_path: Path, capsys
+) -> None:  # type: ignore[no-untyped-def]
+    """Both warnings are ``ReportfedWarning``s from the library, pointing at the caller's line,
+    which the command line prints as ``reportfed: warning:`` lines."""
+    from reportfed.core.errors import ReportfedWarning
+    from reportfed.flower.identity import NodeKeys, check_node_key
+    from reportfed.flower.tls import generate_certificates, warn_if_expiring
+
+    certs = generate_certificates(tmp_path / "certs", days=10)
+    with pytest.warns(ReportfedWarning, match=r"expires on .* \(in 9 days\)") as said:
+        warn_if_expiring(certs.ca)
+    assert said[0].filename == __file__
+    assert main(["federation", "keys", "--out", str(tmp_path / "keys"), "--name", "h"]) == 0
+    key = NodeKeys.named(tmp_path / "keys", "h").private
+    key.chmod(0o644)
+    with pytest.warns(ReportfedWarning, match="can be read by other users"):
+        check_node_key(key)

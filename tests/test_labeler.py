@@ -286,6 +286,20 @@ def test_scikit_learn_clones_the_labeler_and_validates_at_fit() -> None:
         )
 
 
+def test_a_library_warning_names_the_callers_line(embeddings_cache) -> None:  # type: ignore[no-untyped-def]
+    """Four positives of a label warn (too few to learn from), attributed to the line that
+    called reportfed, not to a line inside it, whichever method the caller went through."""
+    from reportfed.core.errors import ReportfedWarning
+
+    small = FederationConfig(rounds=1, hidden=(8,), templates=False, read=False)
+    texts = ["Mild pulmonary edema.", "No acute disease."] * 4
+    y = np.array([[1], [0]] * 4, np.float32)
+    labeler = ReportLabeler(config=small, cache_dir=embeddings_cache, progress=False)
+    with pytest.warns(ReportfedWarning, match="4 positive and 4 negative") as said:
+        labeler.fit(texts, y, ["Edema"])
+    assert {w.filename for w in said if w.category is ReportfedWarning} == {__file__}
+
+
 def test_a_pipeline_in_a_grid_search_tunes_the_labeler(iu_embedded, embeddings_cache) -> None:  # type: ignore[no-untyped-def]
     """The module docstring's promise: ``Pipeline`` and ``GridSearchCV`` take the labeler as
     they take any estimator (the label names travel as a fit parameter)."""

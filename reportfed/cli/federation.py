@@ -139,12 +139,10 @@ def start_superlink(args: argparse.Namespace) -> None:
     except FileNotFoundError as exc:
         raise ReportfedError(str(exc)) from None
     if certs is not None:
-        from reportfed.flower.tls import expiry_warning
+        from reportfed.flower.tls import warn_if_expiring
 
         for cert in (certs.cert, certs.ca):
-            warning = expiry_warning(cert)
-            if warning:
-                warn(f"{warning}")
+            warn_if_expiring(cert)
     superlink = superlink_command(
         host=OPERATOR_HOST if public else args.host,
         port=operator_port,
@@ -246,8 +244,7 @@ def start_supernode(args: argparse.Namespace) -> None:
     if key is not None:
         from reportfed.flower.identity import check_node_key
 
-        for warning in check_node_key(key):
-            warn(f"{warning}")
+        check_node_key(key)
     config = node_config(args)
     findings = read_findings(args.findings) if args.findings else None
     table = read_table(  # fail here, not inside Flower

@@ -41,18 +41,19 @@ class _Voice(logging.Formatter):
 @contextlib.contextmanager
 def voice() -> Iterator[None]:
     """While a command runs, show reportfed's log (``logging.getLogger("reportfed")``, where the
-    library's modules log) on stderr beside :func:`say`'s lines, from INFO up."""
+    library's modules log) on stderr beside :func:`say`'s lines, from INFO up, and nowhere else
+    (the logger's other handlers and its parents wait until the command ends)."""
     logger = logging.getLogger("reportfed")
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(_Voice())
-    level, propagate = logger.level, logger.propagate
-    logger.addHandler(handler)
+    handlers, level, propagate = logger.handlers, logger.level, logger.propagate
+    logger.handlers = [handler]
     logger.setLevel(logging.INFO)
     logger.propagate = False
     try:
         yield
     finally:
-        logger.removeHandler(handler)
+        logger.handlers = handlers
         logger.setLevel(level)
         logger.propagate = propagate
 

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import re
+import sys
+import warnings
+from pathlib import Path
 
 #: an absolute path on this machine (``/...``, ``~/...``), not the path part of a URL
 _PATH = re.compile(r"(?<![\w./~])~?/(?!/)(?:[^\s'\"/,;()]+/)*([^\s'\"/,;()]*)")
@@ -76,3 +79,18 @@ class NoValidUpdateError(InvalidUpdateError):
 class ReportfedWarning(UserWarning):
     """A result that was produced but is probably not what the user wants (the CLI prints it as
     ``reportfed: warning: ...``)."""
+
+
+#: the installed package's folder: a warning names the first line outside it
+_PACKAGE = str(Path(__file__).resolve().parents[1])
+
+
+def warn(message: str) -> None:
+    """Warn ``message`` as a :class:`ReportfedWarning` attributed to the caller's own line, the
+    first frame outside reportfed (what ``stacklevel`` guesses, counted for every path)."""
+    frame = sys._getframe(1)
+    level = 2
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame = frame.f_back
+        level += 1
+    warnings.warn(message, ReportfedWarning, stacklevel=level)

@@ -7,14 +7,13 @@ different vocabularies ("Effusion", "pleural_effusion", "Enlarged Cardiom.") nev
 from __future__ import annotations
 
 import re
-import warnings
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import overload
 
 import numpy as np
 
-from reportfed.core.errors import ConfigError, LabelError, ReportfedWarning
+from reportfed.core.errors import ConfigError, LabelError, warn
 
 #: The CheXpert labeler's 14 observations, in its output column order.
 CHEXPERT_14: tuple[str, ...] = (
@@ -211,12 +210,10 @@ def warn_if_all_positive(site: str, y: np.ndarray, labels: LabelSpace) -> None:
     for c, name in enumerate(labels):
         known = y[~np.isnan(y[:, c]), c]
         if len(known) >= ALL_POSITIVE_ROWS and (known == 1).all():
-            warnings.warn(
+            warn(
                 f"site {site!r} labels {name!r} 1 on all its {len(known)} annotated rows (no "
                 "negative example): the model will call it present on every report; check the "
-                "column, or leave it blank where a report does not say",
-                ReportfedWarning,
-                stacklevel=3,
+                "column, or leave it blank where a report does not say"
             )
 
 
@@ -236,10 +233,8 @@ def warn_if_too_few(y: np.ndarray, labels: LabelSpace) -> None:
         positives = int((known == 1).sum())
         negatives = len(known) - positives
         if positives < MIN_EXAMPLES or negatives < MIN_EXAMPLES:
-            warnings.warn(
+            warn(
                 f"{name!r} has {positives} positive and {negatives} negative annotated rows in "
                 f"all the sites together: with fewer than {MIN_EXAMPLES} of each, its labels rest "
-                "on the template sentences alone and will say little",
-                ReportfedWarning,
-                stacklevel=3,
+                "on the template sentences alone and will say little"
             )

@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from reportfed.core.errors import ConfigError, EmbeddingError, ReportfedWarning
+from reportfed.core.errors import ConfigError, EmbeddingError, warn
 from reportfed.core.paths import cache_dir
 from reportfed.embed.base import LocalEmbedder, quiet_transformers
 
@@ -109,11 +109,9 @@ class ExportedEmbedder(LocalEmbedder):
         except Exception as exc:
             folder = self._folder()
             reason = " ".join(str(exc).split())[-300:] or type(exc).__name__
-            warnings.warn(
+            warn(
                 f"the {self.engine} model in {folder} cannot be read ({reason}): it is a cache, "
-                "building it anew",
-                ReportfedWarning,
-                stacklevel=2,
+                "building it anew"
             )
             shutil.rmtree(folder, ignore_errors=True)
         try:

@@ -23,7 +23,7 @@ answers them in this process or, with the node setting ``warm``, in the node's w
 
 from __future__ import annotations
 
-from logging import ERROR
+import logging
 from typing import Any
 
 from flwr.app import Array, ArrayRecord, ConfigRecord, Context, Error, Message, MetricRecord
@@ -31,13 +31,13 @@ from flwr.app.message_type import MessageType
 from flwr.clientapp import ClientApp
 from flwr.clientapp.mod import fixedclipping_mod
 from flwr.common.constant import ErrorCode
-from flwr.supercore import log
 from flwr.supercore.differential_privacy import KEY_CLIPPING_NORM
 
 from reportfed.core import schema
 from reportfed.core.aggregation import GlobalState
 from reportfed.core.errors import ReportfedError, without_paths
 from reportfed.flower import secure
+from reportfed.flower.logs import through_flower
 from reportfed.flower.node_service import Answer, Request, answer, check_policy
 from reportfed.flower.wire import (
     ARRAYS,
@@ -49,6 +49,8 @@ from reportfed.flower.wire import (
     to_record,
     unpack,
 )
+
+_log = logging.getLogger(__name__)
 
 LOCAL = "local"  #: ``context.state`` key of the weights that stay on the node
 
@@ -85,10 +87,11 @@ def failing_in_one_line(msg: Message, context: Context, call_next: Any) -> Messa
     without the paths on its disk (:func:`~reportfed.core.errors.without_paths`), which the
     server's round line, history and model provenance name; other exceptions stay Flower's,
     with a traceback."""
+    through_flower()
     try:
         return call_next(msg, context)
     except ReportfedError as exc:
-        log(ERROR, "this node cannot answer %s: %s", msg.metadata.message_type, exc)
+        _log.error("this node cannot answer %s: %s", msg.metadata.message_type, exc)
         reason = without_paths(str(exc))
         return Message(Error(code=ErrorCode.CLIENT_APP_RAISED_EXCEPTION, reason=reason),
                        reply_to=msg)  # fmt: skip

@@ -5,20 +5,21 @@ bytes each node sends and receives in a round counted (:class:`Traffic`)."""
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from logging import INFO
 
 from flwr.app import ArrayRecord, ConfigRecord, Message, MetricRecord
 from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Strategy
-from flwr.supercore import log
 from flwr.supercore.inflatable.inflatable_object import (
     get_all_nested_objects,
     no_object_id_recompute,
 )
+
+_log = logging.getLogger(__name__)
 
 #: seconds between two pulls of the replies a message exchange waits for
 POLL_S = 0.05
@@ -91,10 +92,10 @@ def run_on_grid(
     5): the strategy's train exchange (or ``train``, e.g. secure aggregation's), then its
     evaluate exchange (which it may leave empty); ``after_round(round, arrays, traffic)``
     follows each. Returns the final global arrays."""
-    log(INFO, "rounds %d..%d", rounds.start, rounds.stop - 1)
+    _log.info("rounds %d..%d", rounds.start, rounds.stop - 1)
     strategy.summary()
     for r in rounds:
-        log(INFO, "[ROUND %d/%d]", r, rounds.stop - 1)
+        _log.info("[ROUND %d/%d]", r, rounds.stop - 1)
         traffic = Traffic()
         if train is None:
             messages = strategy.configure_train(r, arrays, config, grid)
@@ -105,7 +106,7 @@ def run_on_grid(
         if merged is not None:
             arrays = merged
         if metrics is not None:
-            log(INFO, "\t└──> train: %s", dict(metrics))
+            _log.info("\t└──> train: %s", dict(metrics))
         messages = strategy.configure_evaluate(r, arrays, config, grid)
         replies = exchange(grid, messages, timeout=timeout, traffic=traffic)
         strategy.aggregate_evaluate(r, replies)

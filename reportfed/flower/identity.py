@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from reportfed.core.errors import OutputFileError, ReportfedError
+from reportfed.core.errors import OutputFileError, ReportfedError, warn
 from reportfed.core.files import atomic_write
 from reportfed.flower.launch import OPERATOR_HOST, OPERATOR_PORT, SUPERLINK_NAME
 from reportfed.flower.processes import connection_cause
@@ -92,10 +92,10 @@ def generate_node_keys(out_dir: str | Path, name: str) -> NodeKeys:
     return keys
 
 
-def check_node_key(path: Path) -> list[str]:
+def check_node_key(path: Path) -> None:
     """Refuse, in one line, a node key Flower cannot use: not a private key (the ``.pub`` given
-    for the ``.key``), not OpenSSH, or not ECDSA on NIST P-384 (say which kind it is). Returns
-    warnings: a key others may read."""
+    for the ``.key``), not OpenSSH, or not ECDSA on NIST P-384 (say which kind it is); warn
+    (:class:`~reportfed.core.errors.ReportfedWarning`) about a key others may read."""
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import ec
 
@@ -121,8 +121,7 @@ def check_node_key(path: Path) -> list[str]:
             f"P-384: {make}"
         )
     if path.stat().st_mode & 0o077:
-        return [f"--key {path} can be read by other users of this machine: chmod 600 {path}"]
-    return []
+        warn(f"--key {path} can be read by other users of this machine: chmod 600 {path}")
 
 
 #: one thread at a time reads Flower's configuration under a home of reportfed's choosing

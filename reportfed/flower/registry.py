@@ -13,15 +13,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from logging import ERROR, INFO, WARNING
 from typing import Any
 
 from flwr.app import ConfigRecord, Message, RecordDict
 from flwr.serverapp import Grid
-from flwr.supercore import log
 
 from reportfed.core.errors import InputFileError, LabelError, RunFailedError
 from reportfed.core.labels import LabelSpace
@@ -32,6 +31,8 @@ from reportfed.flower.exchange import exchange
 from reportfed.flower.wire import META, read_description
 from reportfed.text.corrections import Corrections
 from reportfed.text.findings import Findings
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -82,7 +83,7 @@ class Registry:
                     f"after {wait:.0f} s (--min-nodes, --join-timeout)"
                 )
             if waited % 10 == 0:
-                log(INFO, "waiting for %d nodes to connect", count)
+                _log.info("waiting for %d nodes to connect", count)
             time.sleep(0.5)
             waited += 0.5
 
@@ -99,7 +100,7 @@ class Registry:
         for reply in exchange(grid, queries, timeout=self.join_timeout):
             node_id = reply.metadata.src_node_id
             if reply.has_error():
-                log(WARNING, "node %d did not answer the query: %s", node_id, reply.error.reason)
+                _log.warning("node %d did not answer the query: %s", node_id, reply.error.reason)
                 continue
             try:
                 answers.append((node_id, read_description(reply.content)))
@@ -123,7 +124,7 @@ class Registry:
         self.members[node_id] = Member(
             node_id, a.name, a.labels, len(self.members), a.rows, settings, defines=defines
         )
-        log(INFO, "registered node %r: %d rows, labels %s", a.name, a.rows, list(a.labels))
+        _log.info("registered node %r: %d rows, labels %s", a.name, a.rows, list(a.labels))
 
     def _refusal(self, a: Description) -> str | None:
         """Why the node described by ``a`` cannot join (``None``: it can)."""
@@ -165,7 +166,7 @@ class Registry:
         defined, checksum = _as_sent(Findings.from_record(record, origin="the run's findings"))
         self.findings |= {f["name"]: f for f in defined}
         self.files.add(checksum)
-        log(INFO, "the operator's findings: %s", ", ".join(self.findings))
+        _log.info("the operator's findings: %s", ", ".join(self.findings))
 
     def _clash(self, name: str, defined: list[dict[str, Any]]) -> str | None:
         """Why node ``name`` cannot join: a finding of those it ``defined`` defined otherwise
@@ -200,7 +201,7 @@ class Registry:
     def exclude(self, node_id: int, reason: str) -> None:
         """Leave ``node_id`` out of the federation for ``reason`` (logged)."""
         self.excluded[node_id] = reason
-        log(ERROR, "excluded node %d: %s", node_id, reason)
+        _log.error("excluded node %d: %s", node_id, reason)
 
     def by_name(self) -> dict[str, Member]:
         """The members by name."""

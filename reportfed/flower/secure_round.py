@@ -17,9 +17,9 @@ halts and the round leaves the model unchanged.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from logging import WARNING
 from typing import Any, cast
 
 import numpy as np
@@ -34,13 +34,14 @@ from flwr.server.workflow import SecAggPlusWorkflow
 from flwr.server.workflow.constant import MAIN_CONFIGS_RECORD, MAIN_PARAMS_RECORD
 from flwr.server.workflow.constant import Key as WorkflowKey
 from flwr.serverapp import Grid
-from flwr.supercore import log
 
 from reportfed.core.labels import LabelSpace
 from reportfed.flower.exchange import Traffic, exchange
 from reportfed.flower.secure import MODULUS_RANGE, QUANTIZATION_RANGE, THRESHOLD, value_range
 from reportfed.flower.strategy import SurgicalAggregation
 from reportfed.flower.wire import ARRAYS, META
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -193,8 +194,7 @@ class SecureAggregation:
         try:
             workflow(cast(Grid, _Polling(self.grid, self.timeout, strict, traffic)), context)
         except _Restart as restart:
-            log(
-                WARNING,
+            _log.warning(
                 "round %d: node(s) %s missed SecAgg+'s setup; the round goes on without them",
                 server_round,
                 sorted({m.metadata.dst_node_id for m in messages} - restart.answered),

@@ -18,15 +18,14 @@ saved round, numbering rounds on from it.
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import asdict
-from logging import ERROR, INFO, WARNING
 from pathlib import Path
 from typing import Any
 
 from flwr.app import ArrayRecord, Context
 from flwr.serverapp import Grid, ServerApp
 from flwr.serverapp.strategy import DifferentialPrivacyClientSideFixedClipping, Strategy
-from flwr.supercore import log
 
 from reportfed import __version__
 from reportfed.core import schema
@@ -39,6 +38,7 @@ from reportfed.core.limits import MAX_DIM, MAX_LABELS, MAX_REQUEST_BYTES, update
 from reportfed.core.node import Modality
 from reportfed.flower.exchange import Traffic, run_on_grid
 from reportfed.flower.history import RunHistory
+from reportfed.flower.logs import through_flower
 from reportfed.flower.modalities import hyperparameters
 from reportfed.flower.run_checks import check_run
 from reportfed.flower.secure_round import SecureAggregation
@@ -47,6 +47,8 @@ from reportfed.flower.wire import config_record
 from reportfed.pages.run_report import REPORT_FILE, write_report
 from reportfed.text.calibration import IDENTITY
 from reportfed.text.model_file import ModelFile, read_model, write_model
+
+_log = logging.getLogger(__name__)
 
 MODEL_FILE = "global.safetensors"
 HISTORY_FILE = "history.json"
@@ -121,6 +123,7 @@ def main(grid: Grid, context: Context) -> None:
     """Run the federation (:func:`_federate`); a run that fails on a :class:`ReportfedError`
     (too few nodes, bad settings) logs one line and leaves its reason in ``FAILURE_FILE`` beside
     the model, where ``reportfed federation run`` reads it, instead of a traceback."""
+    through_flower()
     rc = dict(context.run_config)
     settings = schema.decode(RunSettings, rc)
     out = Path(settings.out).expanduser().resolve()
@@ -128,7 +131,7 @@ def main(grid: Grid, context: Context) -> None:
     try:
         _federate(grid, rc, settings, out)
     except ReportfedError as exc:
-        log(ERROR, "the run failed: %s", exc)
+        _log.error("the run failed: %s", exc)
         out.mkdir(parents=True, exist_ok=True)
         atomic_write(out / FAILURE_FILE, str(exc).encode())
 
@@ -169,7 +172,7 @@ def _federate(grid: Grid, rc: dict[str, Any], settings: RunSettings, out: Path) 
     resumed = _resume(out) if settings.resume else None
     fingerprint, dim = resumed[2] if resumed else kind.space(config, settings)
     _check_space(dim, config)
-    log(INFO, "the nodes' vector space: %s, %d dimensions", fingerprint, dim)
+    _log.info("the nodes' vector space: %s, %d dimensions", fingerprint, dim)
     strategy = SurgicalAggregation(
         init_fn,
         fingerprint=fingerprint,
@@ -184,8 +187,7 @@ def _federate(grid: Grid, rc: dict[str, Any], settings: RunSettings, out: Path) 
         strategy.registry.require_findings(json.loads(settings.findings))
     done = resumed[1] if resumed else 0
     if done >= config.rounds:
-        log(
-            WARNING,
+        _log.warning(
             "%s already holds round %d of %d: nothing to do",
             out / MODEL_FILE,
             done,
@@ -194,7 +196,7 @@ def _federate(grid: Grid, rc: dict[str, Any], settings: RunSettings, out: Path) 
         return
     if resumed:
         strategy.history = resumed[3]
-        log(INFO, "resuming after round %d with labels %s", done, list(resumed[0].labels))
+        _log.info("resuming after round %d with labels %s", done, list(resumed[0].labels))
     initial = strategy.register(
         grid, config.rounds, resume=resumed[0] if resumed else None, wait=settings.join_timeout
     )
@@ -210,7 +212,7 @@ def _federate(grid: Grid, rc: dict[str, Any], settings: RunSettings, out: Path) 
             },
         )
         _save(out, strategy, strategy.global_state(arrays), round_, kind, config, settings)
-        log(INFO, "%s", strategy.history.line(round_, config.rounds, len(members)))
+        _log.info("%s", strategy.history.line(round_, config.rounds, len(members)))
 
     runner: Strategy = strategy
     if settings.dp_noise > 0:
@@ -235,4 +237,4 @@ def _federate(grid: Grid, rc: dict[str, Any], settings: RunSettings, out: Path) 
         after_round=checkpoint,
         train=train,
     )
-    log(INFO, "global model: %s", out / MODEL_FILE)
+    _log.info("global model: %s", out / MODEL_FILE)

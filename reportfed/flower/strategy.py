@@ -27,17 +27,16 @@ whole life (a resumed run goes on from its checkpoint's round). Flow of a run:
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
-from logging import ERROR, INFO, WARNING
 from typing import Any
 
 import numpy as np
 from flwr.app import ArrayRecord, ConfigRecord, Message, MetricRecord, RecordDict
 from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Strategy
-from flwr.supercore import log
 
 from reportfed.core.aggregation import (
     Arrays,
@@ -65,6 +64,8 @@ from reportfed.flower.wire import (
 )
 from reportfed.text.assertion import has_lexicon
 from reportfed.text.calibration import COEFFICIENTS
+
+_log = logging.getLogger(__name__)
 
 InitFn = Callable[[int, LabelSpace], tuple[Arrays, Arrays]]
 
@@ -155,8 +156,7 @@ class SurgicalAggregation(Strategy):
                 + (f"; excluded: {excluded}" if excluded else "")
             )
         if self.secure and len(members) < SECURE_MIN_NODES:
-            log(
-                WARNING,
+            _log.warning(
                 "secure aggregation with %d nodes hides nothing: each node can subtract its own "
                 "update from the sum the server returns and read the other's (3 or more nodes "
                 "are needed)",
@@ -358,21 +358,20 @@ class SurgicalAggregation(Strategy):
     ) -> tuple[ArrayRecord | None, MetricRecord | None]:
         """Log and record a round's step; the new global arrays and the round's metrics."""
         for name, reason in failed.items():
-            log(ERROR, "round %d: no update from %r: %s", server_round, name, reason)
+            _log.error("round %d: no update from %r: %s", server_round, name, reason)
         for name, reason in step.rejected.items():
-            log(ERROR, "round %d: rejected the update of %r: %s", server_round, name, reason)
+            _log.error("round %d: rejected the update of %r: %s", server_round, name, reason)
         seconds = time.perf_counter() - self._started
         self.history.trained(server_round, step, failed=failed, losses=losses, seconds=seconds)
         if not step.aggregated:
-            log(
-                WARNING,
+            _log.warning(
                 "round %d: %d valid update(s) < min_nodes; model unchanged",
                 server_round,
                 len(step.accepted),
             )
             return None, None
         if step.joined:
-            log(INFO, "round %d: new label(s) joined the federation: %s", server_round, step.joined)
+            _log.info("round %d: new label(s) joined the federation: %s", server_round, step.joined)
         metrics = MetricRecord(
             {
                 "nodes": len(step.accepted),
@@ -397,7 +396,7 @@ class SurgicalAggregation(Strategy):
             grown[union.indices(state.labels)] = old
             grown[union.indices(fresh)] = rows[key]
             task[key] = grown
-        log(INFO, "label(s) of newly registered nodes join the global model: %s", list(fresh))
+        _log.info("label(s) of newly registered nodes join the global model: %s", list(fresh))
         return GlobalState(union, state.shared, task)
 
     def configure_evaluate(
@@ -432,7 +431,7 @@ class SurgicalAggregation(Strategy):
             try:
                 labels, stats, coef, fitted = _evaluation(reply.content, self.labels)
             except (KeyError, TypeError, ValueError, LabelError) as exc:
-                log(ERROR, "malformed evaluation from %r: %s", member.name, exc)
+                _log.error("malformed evaluation from %r: %s", member.name, exc)
                 continue
             for j, label in enumerate(labels):
                 n, auc, thr, pos = stats[:, j]
@@ -461,11 +460,10 @@ class SurgicalAggregation(Strategy):
         rows = {label: int(sums[label][0]) for label in self.labels if label in sums}
         out["min-rows"] = min(rows.values())
         self.history.evaluated(server_round, out)
-        log(INFO, "\t└──> evaluation of round %d: %s", server_round, out)
+        _log.info("\t└──> evaluation of round %d: %s", server_round, out)
         few = {label: n for label, n in rows.items() if n < RELIABLE_ROWS}
         if few:
-            log(
-                WARNING,
+            _log.warning(
                 "round %d: AUROC from fewer than %d held-out rows is unreliable: %s (sites with "
                 "more rows, or a larger --val-fraction on the nodes)",
                 server_round,
@@ -476,15 +474,13 @@ class SurgicalAggregation(Strategy):
 
     def summary(self) -> None:
         """Log the strategy's settings."""
-        log(
-            INFO,
+        _log.info(
             "\t├── SurgicalAggregation: min_nodes=%d, evaluate_every=%d, %s",
             self.min_nodes,
             self.evaluate_every,
             self.options,
         )
-        log(
-            INFO,
+        _log.info(
             "\t└── %d node(s), %d label(s): %s",
             len(self.registry.members),
             len(self.labels),

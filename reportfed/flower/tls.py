@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from reportfed.core.errors import ReportfedError
+from reportfed.core.errors import ReportfedError, warn
 from reportfed.core.files import atomic_write
 
 
@@ -48,19 +48,18 @@ def check_certificate(path: Path) -> None:
         ) from None
 
 
-def expiry_warning(path: Path, *, days: int = 30) -> str | None:
-    """A warning for a certificate that has expired or expires within ``days`` days (TLS
-    connections to it fail once it has), ``None`` for one that stays valid longer."""
+def warn_if_expiring(path: Path, *, days: int = 30) -> None:
+    """Warn (:class:`~reportfed.core.errors.ReportfedWarning`) about a certificate that has
+    expired or expires within ``days`` days: TLS connections to it fail once it has."""
     from cryptography import x509
 
     cert = x509.load_pem_x509_certificates(path.read_bytes())[0]
     left = cert.not_valid_after_utc - dt.datetime.now(dt.UTC)
     when = cert.not_valid_after_utc.strftime("%Y-%m-%d %H:%M UTC")
     if left.total_seconds() <= 0:
-        return f"{path} expired on {when}: nodes cannot connect; make a new one"
-    if left < dt.timedelta(days=days):
-        return f"{path} expires on {when} (in {left.days} days): renew it before then"
-    return None
+        warn(f"{path} expired on {when}: nodes cannot connect; make a new one")
+    elif left < dt.timedelta(days=days):
+        warn(f"{path} expires on {when} (in {left.days} days): renew it before then")
 
 
 def generate_certificates(

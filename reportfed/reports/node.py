@@ -7,7 +7,6 @@ drive the same :class:`ReportAlgorithm`; :mod:`reportfed.reports.site` builds it
 from __future__ import annotations
 
 import json
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -17,7 +16,7 @@ import torch
 from reportfed.core import schema
 from reportfed.core.aggregation import Arrays, GlobalState, NodeUpdate, node_arrays
 from reportfed.core.config import FederationConfig, SiteSettings
-from reportfed.core.errors import ReportfedError, ReportfedWarning
+from reportfed.core.errors import ReportfedError, warn
 from reportfed.core.labels import LabelSpace, check_label_matrix
 from reportfed.core.node import Description, Evaluation
 from reportfed.core.rounds import round_seed
@@ -131,12 +130,10 @@ def read_lacked(
     annotated; warns where they are most of ``site``'s."""
     other = sum(other_language(t) for t in texts)
     if texts and other / len(texts) > OTHER_LANGUAGE_SHARE:
-        warnings.warn(
+        warn(
             f"site {site!r}: {other} of its {len(texts)} reports are not in English, which the "
             "text rules cannot read: the labels it does not annotate are learnt from its other "
-            "reports alone",
-            ReportfedWarning,
-            stacklevel=2,
+            "reports alone"
         )
     defined = lexicon.findings
     every = (*FINDINGS, *(defined.names if defined is not None else ()))
