@@ -214,25 +214,66 @@ class ReportLabeler(ReportReader, BaseEstimator):
         (:mod:`reportfed.text.corrections`), read as corrected and kept in the model.
         """
         self._validate()
-        _check_embeddings(x, check_granularity(self.granularity))
-        if len(x) != len(y):
-            raise ReportfedError(f"{len(x)} embeddings but {len(y)} label rows")
-        if nodes is not None and len(nodes) != len(x):
-            raise ReportfedError(f"nodes names {len(nodes)} rows, but there are {len(x)}")
-        if not np.isin(y[~np.isnan(y)], (0.0, 1.0)).all():
-            raise ReportfedError("labels must be 1, 0 or NaN (not annotated)")
-        site = np.asarray(nodes if nodes is not None else ["central"] * len(x))
+        site = _check_fit_inputs(x, y, nodes, self.granularity)
         config = self.federation
-        if fingerprint is None:
-            fingerprint = self._embedder().fingerprint
-        elif config.templates and fingerprint != self._embedder().fingerprint:
-            raise ConfigError(
-                f"x comes from {fingerprint}, but templates are embedded with this labeler's "
-                f"embedder ({self._embedder().fingerprint}): set the config's templates=False"
-            )
+        fingerprint = self._fingerprint_of(fingerprint)
         defined = read_findings(self.findings) if self.findings is not None else None
         lexicon = Lexicon(defined, corrections)
         warn_if_too_few(y, labels)
+        sites, held = self._sites(x, y, labels, site, texts, lexicon)
+        vrows = np.concatenate([s.val for s in sites.values()])
+        frows = np.concatenate([s.fit for s in sites.values()])
+        watch = _validation_auroc(x[vrows], y[vrows], labels) if len(vrows) else None
+        result = run_federation(
+            [s.node for s in sites.values()], config, evaluate=watch, progress=self.progress
+        )
+        self.history_ = result.history
+        # the caller's label order (the federation merges in union order)
+        kept = LabelSpace(tuple(name for name in labels if name in result.state.labels))
+        self._set_fitted(
+            GlobalState(kept, *node_arrays(result.state, kept)),
+            fingerprint=fingerprint,
+            input_dim=int(x.shape[-1]),
+            thresholds=None,
+            calibration=None,
+            provenance={
+                "config": asdict(config),
+                "val_fraction": self.val_fraction,
+                "nodes": held,
+                "final_loss": result.history[-1]["loss"] if result.history else {},
+                **({"findings": defined.record()} if defined is not None else {}),
+                **({"corrections": corrections.record()} if corrections else {}),
+            },
+        )
+        self._choose_thresholds(x, y, labels, kept, vrows, frows, texts, lexicon)
+        _warn_if_untrained(result.history[-1]["loss"], self.thresholds_, kept, config)
+        return self
+
+    def _fingerprint_of(self, fingerprint: str | None) -> str:
+        """The embedder that made a fit's vectors: ``fingerprint``, else this labeler's (its
+        templates are embedded with this labeler's embedder, which must then be the same)."""
+        if fingerprint is None:
+            return self._embedder().fingerprint
+        if self.federation.templates and fingerprint != (own := self._embedder().fingerprint):
+            raise ConfigError(
+                f"x comes from {fingerprint}, but templates are embedded with this labeler's "
+                f"embedder ({own}): set the config's templates=False"
+            )
+        return fingerprint
+
+    def _sites(
+        self,
+        x: np.ndarray,
+        y: np.ndarray,
+        labels: LabelSpace,
+        site: np.ndarray,
+        texts: Sequence[str] | None,
+        lexicon: Lexicon,
+    ) -> tuple[dict[str, Site], dict[str, dict[str, Any]]]:
+        """One node per site of ``site`` (each row's), training the labels its rows annotate,
+        its rows split into fit and validation rows (indices into ``x``); and what the model's
+        provenance says of each (rows, labels, the labels it reads from its texts)."""
+        config = self.federation
         # the labels some site annotates: what reading sites also train (as a Flower server
         # merges the labels its nodes register)
         annotated = LabelSpace(
@@ -269,30 +310,21 @@ class ReportLabeler(ReportReader, BaseEstimator):
             read = built.node.trains(annotated).names[len(own) :]
             if read:
                 held[name]["read"] = list(read)
-        vrows = np.concatenate([s.val for s in sites.values()])
-        frows = np.concatenate([s.fit for s in sites.values()])
-        watch = _validation_auroc(x[vrows], y[vrows], labels) if len(vrows) else None
-        result = run_federation(
-            [s.node for s in sites.values()], config, evaluate=watch, progress=self.progress
-        )
-        self.history_ = result.history
-        # the caller's label order (the federation merges in union order)
-        kept = LabelSpace(tuple(name for name in labels if name in result.state.labels))
-        self._set_fitted(
-            GlobalState(kept, *node_arrays(result.state, kept)),
-            fingerprint=fingerprint,
-            input_dim=int(x.shape[-1]),
-            thresholds=None,
-            calibration=None,
-            provenance={
-                "config": asdict(config),
-                "val_fraction": self.val_fraction,
-                "nodes": held,
-                "final_loss": result.history[-1]["loss"] if result.history else {},
-                **({"findings": defined.record()} if defined is not None else {}),
-                **({"corrections": corrections.record()} if corrections else {}),
-            },
-        )
+        return sites, held
+
+    def _choose_thresholds(
+        self,
+        x: np.ndarray,
+        y: np.ndarray,
+        labels: LabelSpace,
+        kept: LabelSpace,
+        vrows: np.ndarray,
+        frows: np.ndarray,
+        texts: Sequence[str] | None,
+        lexicon: Lexicon,
+    ) -> None:
+        """The labelling thresholds and calibration, chosen on every row, and the held-out
+        quality users read, measured at thresholds the held-out rows did not choose."""
         columns = labels.indices(kept)
         every = self.predict_scores_embeddings(x)  # every row scored once, indexed below
         mentions = None
@@ -306,13 +338,25 @@ class ReportLabeler(ReportReader, BaseEstimator):
             self.calibration_ = calibration[0]
         held_out: dict[str, dict[str, Any]] = {}
         if len(vrows):
-            # the quality users read is measured on rows that did not choose its thresholds
             chosen = f1_thresholds(y[np.ix_(frows, columns)], every[frows])
             held_out = _held_out(y[np.ix_(vrows, columns)], every[vrows], chosen, kept)
         self.provenance_["val_rows"] = len(vrows)
         self.provenance_["held_out"] = held_out
-        _warn_if_untrained(result.history[-1]["loss"], self.thresholds_, kept, config)
-        return self
+
+
+def _check_fit_inputs(
+    x: np.ndarray, y: np.ndarray, nodes: Sequence[str] | None, granularity: str
+) -> np.ndarray:
+    """Refuse a fit's inputs that do not fit together; each row's site (``central`` without
+    ``nodes``)."""
+    _check_embeddings(x, check_granularity(granularity))
+    if len(x) != len(y):
+        raise ReportfedError(f"{len(x)} embeddings but {len(y)} label rows")
+    if nodes is not None and len(nodes) != len(x):
+        raise ReportfedError(f"nodes names {len(nodes)} rows, but there are {len(x)}")
+    if not np.isin(y[~np.isnan(y)], (0.0, 1.0)).all():
+        raise ReportfedError("labels must be 1, 0 or NaN (not annotated)")
+    return np.asarray(nodes if nodes is not None else ["central"] * len(x))
 
 
 def _validation_auroc(
