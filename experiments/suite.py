@@ -30,7 +30,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 
@@ -252,51 +252,98 @@ def vocab_merge_table(labels: pd.DataFrame) -> str:
     return "\n".join(rows) + "\n"
 
 
+@dataclass(frozen=True)
+class Asked:
+    """What an experiment's settings depend on beyond its name: ``--embedder`` specs, and a
+    MIMIC-CXR copy's root and how many of its reports to draw (``--mimic-root``)."""
+
+    embedders: Sequence[str] = ()
+    mimic: tuple[Path, int] | None = None
+
+
+#: the settings of an experiment and its plot's x-axis label, from what was asked
+SettingsFn = Callable[[Asked], tuple[list[Setting], str]]
+#: every experiment's settings, by name (:func:`experiment` registers them)
+_SETTINGS: dict[str, SettingsFn] = {}
+#: the central model on every site's rows, which most experiments compare against
+_CENTRAL = Setting("central", 1, _iid(n_nodes=1), ("central",))
+
+
+def experiment(name: str) -> Callable[[SettingsFn], SettingsFn]:
+    """Register the function giving experiment ``name``'s settings."""
+
+    def register(settings: SettingsFn) -> SettingsFn:
+        _SETTINGS[name] = settings
+        return settings
+
+    return register
+
+
 def settings_for(
     name: str, embedders: Sequence[str], mimic: tuple[Path, int] | None = None
 ) -> tuple[list[Setting], str]:
     """The settings of an experiment and its plot x-axis label; ``mimic`` (a MIMIC-CXR copy's
     root and how many of its reports) makes ``noniid`` the paper's IU + MIMIC experiment."""
-    central = Setting("central", 1, _iid(n_nodes=1), ("central",))
-    if name == "paper":
-        return [central] + [Setting(f"K={k}", k, _iid(n_nodes=k)) for k in (2, 10)], ""
-    if name == "nodes":
-        return (
-            [central]
-            + [
-                Setting(
-                    f"K={k}",
-                    k,
-                    _iid(n_nodes=k),
-                    (REFERENCE, *BASELINES) if k % 2 == 0 else (REFERENCE,),
-                    baseline_repeats=10,
-                )
-                for k in range(2, 11)
-            ],
-            "sites (K), 0 shared labels",
-        )
-    if name == "shared":
-        return (
-            [central]
-            + [
-                Setting(
-                    f"shared={s}",
-                    s,
-                    _iid(n_nodes=2, n_shared=s),
-                    (REFERENCE, *BASELINES, "local-heads") if s in (0, 4, 8, 13) else (REFERENCE,),
-                    baseline_repeats=10,
-                )
-                for s in range(14)
-            ],
-            "labels shared by both sites (K=2, IID)",
-        )
-    if name == "noniid" and mimic is not None:
+    if name not in _SETTINGS:
+        raise SystemExit(f"unknown experiment {name!r}: choose one of {', '.join(EXPERIMENTS)}")
+    return _SETTINGS[name](Asked(tuple(embedders), mimic))
+
+
+@experiment("paper")
+def _paper_settings(asked: Asked) -> tuple[list[Setting], str]:
+    """Central vs surgical aggregation at K=2 and K=10 (0 shared labels)."""
+    return [_CENTRAL] + [Setting(f"K={k}", k, _iid(n_nodes=k)) for k in (2, 10)], ""
+
+
+@experiment("nodes")
+def _nodes_settings(asked: Asked) -> tuple[list[Setting], str]:
+    """K = 2..10 sites, 0 shared labels, with the baselines."""
+    return (
+        [_CENTRAL]
+        + [
+            Setting(
+                f"K={k}",
+                k,
+                _iid(n_nodes=k),
+                (REFERENCE, *BASELINES) if k % 2 == 0 else (REFERENCE,),
+                baseline_repeats=10,
+            )
+            for k in range(2, 11)
+        ],
+        "sites (K), 0 shared labels",
+    )
+
+
+@experiment("shared")
+def _shared_settings(asked: Asked) -> tuple[list[Setting], str]:
+    """K=2, 0..13 shared labels, IID sites, with the baselines."""
+    return (
+        [_CENTRAL]
+        + [
+            Setting(
+                f"shared={s}",
+                s,
+                _iid(n_nodes=2, n_shared=s),
+                (REFERENCE, *BASELINES, "local-heads") if s in (0, 4, 8, 13) else (REFERENCE,),
+                baseline_repeats=10,
+            )
+            for s in range(14)
+        ],
+        "labels shared by both sites (K=2, IID)",
+    )
+
+
+@experiment("noniid")
+def _noniid_settings(asked: Asked) -> tuple[list[Setting], str]:
+    """K=2, shared labels: label-skewed sites and section shift; with a MIMIC-CXR copy, one IU
+    and one MIMIC-CXR site (the paper's third experiment)."""
+    if asked.mimic is not None:
         return (
             [
                 Setting(
                     f"iu+mimic shared={s}",
                     s,
-                    iu_mimic(s, *mimic),
+                    iu_mimic(s, *asked.mimic),
                     (REFERENCE, *BASELINES, "local-heads", DEFAULTS)
                     if s in (0, 13)
                     else (REFERENCE, DEFAULTS),
@@ -306,143 +353,171 @@ def settings_for(
             ],
             "labels shared by the IU and the MIMIC-CXR site",
         )
-    if name == "noniid":
-        grid = (0, 2, 4, 6, 8, 10, 12, 13)
-        methods = (REFERENCE, *BASELINES, "local-heads")
-        return (
-            [
-                Setting(
-                    f"dirichlet shared={s}",
-                    s,
-                    _iid(n_nodes=2, n_shared=s, rows="dirichlet", alpha=0.5),
-                    methods if s in (0, 13) else (REFERENCE,),
-                    baseline_repeats=10,
-                )
-                for s in grid
-            ]
-            + [
-                Setting(
-                    f"section shared={s}",
-                    s,
-                    _section_shift(s),
-                    methods if s in (0, 13) else (REFERENCE,),
-                    baseline_repeats=10,
-                )
-                for s in grid
-            ],
-            "labels shared by both sites (K=2)",
-        )
-    if name == "embeddings":
-        specs = {"all-MiniLM-L6-v2": "minilm", "all-mpnet-base-v2": f"st:{mpnet_path()}"}
-        specs.update({e: e for e in embedders})
-        return (
-            [
-                Setting(
-                    label,
-                    i,
-                    _iid(spec, n_nodes=2),
-                    (REFERENCE, "central", *BASELINES),
-                    baseline_repeats=10,
-                    embedder=spec,
-                )
-                for i, (label, spec) in enumerate(specs.items())
-            ],
-            "",
-        )
-    if name == "vocab":
-        return (
-            [
-                Setting(
-                    label,
-                    i,
-                    _vocab(aliases),
-                    (REFERENCE, "central", "fl-zero-fill", "fl-partial-loss", "local"),
-                    baseline_repeats=10,
-                )
-                for i, (label, aliases) in enumerate((("aliases", True), ("no aliases", False)))
-            ],
-            "",
-        )
-    if name == "psi":
-        return (
-            [
-                Setting(
-                    f"psi={p}",
-                    p,
-                    _psi(p),
-                    (REFERENCE, "fl-zero-fill", "fl-partial-loss", "local"),
-                    baseline_repeats=10,
-                )
-                for p in (0.0, 0.25, 0.5, 0.75)
-            ],
-            "label heterogeneity psi (share of labels a site lacks, K=4)",
-        )
-    if name == "size":
-        return (
-            [
-                Setting(
-                    f"N={f}",
-                    f,
-                    _size(f),
-                    (REFERENCE, "central-masked", "local"),
-                    baseline_repeats=10,
-                )
-                for f in (0.1, 0.25, 0.5, 1.0)
-            ],
-            "fraction N of each site's training rows (K=2)",
-        )
-    if name == "beyond":
-        every = (REFERENCE, *VARIANTS, "central", "local", "sentence", *SENTENCE_VARIANTS)
-        every += ("central-sentence",)
-        return (
-            [
-                Setting(
-                    f"K={k}", k, _iid(n_nodes=k, sentences=True), every if k in (2, 10) else SWEEP
-                )
-                for k in (10, 2, 4, 6, 8)  # the headline setting first
-            ]
-            + [
-                Setting(f"K=10 shared={n}", 10, _iid(n_nodes=10, n_shared=n, sentences=True), SWEEP)
-                for n in (2, 4)
-            ],
-            "",  # beyond plots its K sweep itself (both granularities)
-        )
-    if name == "sentence":
-        arms = (REFERENCE, "sentence", "central", "central-sentence")
-        return (
-            [Setting(f"K={k}", k, _iid(n_nodes=k, sentences=True), arms) for k in (2, 10)],
-            "",
-        )
-    if name == "consortium":  # issue 47: what a consortium of many sites gets, leak-free F1 first
-        compared = (
-            "sentence",
-            f"sentence+{TEMPLATED}",
-            f"sentence+{TEMPLATED}+prox=0.01",
-            f"sentence+{TEMPLATED}+momentum=0.9",
-            "central-sentence",
-        )
-        read = (DEFAULTS,)  # FedProx and the labels a site lacks, read by the text rules
-        rule = compared[1:3] + read  # the combination, FedProx and reading, over the K sweep
-        return (
-            [
-                Setting(f"K={k}", k, _iid(n_nodes=k, sentences=True, read=True), compared + read)
-                for k in (10, 6)
-            ]
-            + [
-                Setting(f"K={k}", k, _iid(n_nodes=k, sentences=True, read=True), rule)
-                for k in (8, 4, 2)
-            ],
-            "",
-        )
-    if name == "styles":  # issue 47: hospitals that write differently
-        return (
-            [
-                Setting(setting, i, styled(site_styles), (FEDPROX, DEFAULTS))
-                for i, (setting, site_styles) in enumerate(STYLE_SETTINGS.items())
-            ],
-            "",
-        )
-    raise SystemExit(f"unknown experiment {name!r}: choose one of {', '.join(EXPERIMENTS)}")
+    grid = (0, 2, 4, 6, 8, 10, 12, 13)
+    methods = (REFERENCE, *BASELINES, "local-heads")
+    return (
+        [
+            Setting(
+                f"dirichlet shared={s}",
+                s,
+                _iid(n_nodes=2, n_shared=s, rows="dirichlet", alpha=0.5),
+                methods if s in (0, 13) else (REFERENCE,),
+                baseline_repeats=10,
+            )
+            for s in grid
+        ]
+        + [
+            Setting(
+                f"section shared={s}",
+                s,
+                _section_shift(s),
+                methods if s in (0, 13) else (REFERENCE,),
+                baseline_repeats=10,
+            )
+            for s in grid
+        ],
+        "labels shared by both sites (K=2)",
+    )
+
+
+@experiment("embeddings")
+def _embeddings_settings(asked: Asked) -> tuple[list[Setting], str]:
+    """K=2, 0 shared, one setting per embedder."""
+    specs = {"all-MiniLM-L6-v2": "minilm", "all-mpnet-base-v2": f"st:{mpnet_path()}"}
+    specs.update({e: e for e in asked.embedders})
+    return (
+        [
+            Setting(
+                label,
+                i,
+                _iid(spec, n_nodes=2),
+                (REFERENCE, "central", *BASELINES),
+                baseline_repeats=10,
+                embedder=spec,
+            )
+            for i, (label, spec) in enumerate(specs.items())
+        ],
+        "",
+    )
+
+
+@experiment("vocab")
+def _vocab_settings(asked: Asked) -> tuple[list[Setting], str]:
+    """A CheXpert-named and an NIH-named site, with and without alias harmonisation."""
+    return (
+        [
+            Setting(
+                label,
+                i,
+                _vocab(aliases),
+                (REFERENCE, "central", "fl-zero-fill", "fl-partial-loss", "local"),
+                baseline_repeats=10,
+            )
+            for i, (label, aliases) in enumerate((("aliases", True), ("no aliases", False)))
+        ],
+        "",
+    )
+
+
+@experiment("psi")
+def _psi_settings(asked: Asked) -> tuple[list[Setting], str]:
+    """K=4, label heterogeneity psi (the share of labels a site lacks)."""
+    return (
+        [
+            Setting(
+                f"psi={p}",
+                p,
+                _psi(p),
+                (REFERENCE, "fl-zero-fill", "fl-partial-loss", "local"),
+                baseline_repeats=10,
+            )
+            for p in (0.0, 0.25, 0.5, 0.75)
+        ],
+        "label heterogeneity psi (share of labels a site lacks, K=4)",
+    )
+
+
+@experiment("size")
+def _size_settings(asked: Asked) -> tuple[list[Setting], str]:
+    """K=2, 0 shared, a fraction N of each site's training rows."""
+    return (
+        [
+            Setting(
+                f"N={f}",
+                f,
+                _size(f),
+                (REFERENCE, "central-masked", "local"),
+                baseline_repeats=10,
+            )
+            for f in (0.1, 0.25, 0.5, 1.0)
+        ],
+        "fraction N of each site's training rows (K=2)",
+    )
+
+
+@experiment("beyond")
+def _beyond_settings(asked: Asked) -> tuple[list[Setting], str]:
+    """Engine options beyond the paper over the K sweep, both granularities."""
+    every = (REFERENCE, *VARIANTS, "central", "local", "sentence", *SENTENCE_VARIANTS)
+    every += ("central-sentence",)
+    return (
+        [
+            Setting(f"K={k}", k, _iid(n_nodes=k, sentences=True), every if k in (2, 10) else SWEEP)
+            for k in (10, 2, 4, 6, 8)  # the headline setting first
+        ]
+        + [
+            Setting(f"K=10 shared={n}", 10, _iid(n_nodes=10, n_shared=n, sentences=True), SWEEP)
+            for n in (2, 4)
+        ],
+        "",  # beyond plots its K sweep itself (both granularities)
+    )
+
+
+@experiment("sentence")
+def _sentence_settings(asked: Asked) -> tuple[list[Setting], str]:
+    """Whole-report vs sentence-level embeddings at K=2 and K=10."""
+    arms = (REFERENCE, "sentence", "central", "central-sentence")
+    return (
+        [Setting(f"K={k}", k, _iid(n_nodes=k, sentences=True), arms) for k in (2, 10)],
+        "",
+    )
+
+
+@experiment("consortium")
+def _consortium_settings(asked: Asked) -> tuple[list[Setting], str]:
+    """The F1 a consortium reads, K = 2..10 (issue 47)."""
+    compared = (
+        "sentence",
+        f"sentence+{TEMPLATED}",
+        f"sentence+{TEMPLATED}+prox=0.01",
+        f"sentence+{TEMPLATED}+momentum=0.9",
+        "central-sentence",
+    )
+    read = (DEFAULTS,)  # FedProx and the labels a site lacks, read by the text rules
+    rule = compared[1:3] + read  # the combination, FedProx and reading, over the K sweep
+    return (
+        [
+            Setting(f"K={k}", k, _iid(n_nodes=k, sentences=True, read=True), compared + read)
+            for k in (10, 6)
+        ]
+        + [
+            Setting(f"K={k}", k, _iid(n_nodes=k, sentences=True, read=True), rule)
+            for k in (8, 4, 2)
+        ],
+        "",
+    )
+
+
+@experiment("styles")
+def _styles_settings(asked: Asked) -> tuple[list[Setting], str]:
+    """K=5, the same IU reports in five hospital styles (issue 47)."""
+    return (
+        [
+            Setting(setting, i, styled(site_styles), (FEDPROX, DEFAULTS))
+            for i, (setting, site_styles) in enumerate(STYLE_SETTINGS.items())
+        ],
+        "",
+    )
 
 
 def beyond_tables(

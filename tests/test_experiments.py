@@ -97,6 +97,13 @@ def test_the_experiment_runner_refuses_an_unknown_experiment(capsys) -> None:  #
     assert exc.value.code == 2 and "invalid choice: 'bogus'" in capsys.readouterr().err
 
 
+def test_every_experiment_has_its_settings_registered() -> None:
+    from experiments import EXPERIMENTS
+    from experiments.suite import _SETTINGS
+
+    assert list(_SETTINGS) == list(EXPERIMENTS)
+
+
 def test_the_experiment_runners_help_lists_every_experiment_and_simulate() -> None:
     import subprocess
     import sys
