@@ -163,6 +163,34 @@ def test_image_tables_layouts_loading_and_augmentation(tmp_path: Path) -> None:
         read_image_table(tmp_path / "mimic-cxr-2.0.0-chexpert.csv")
 
 
+def test_an_image_table_is_read_as_a_reports_table_is(tmp_path: Path) -> None:
+    """One frame reader for both modalities: a semicolon-separated, gzipped table reads; a
+    spreadsheet, a file that is not UTF-8 and a row that does not fit the header are refused in
+    the reports table's words, each naming what to do or where."""
+    import gzip
+
+    table = tmp_path / "images.csv.gz"
+    with gzip.open(table, "wt") as f:
+        f.write("Path;Edema\na.png;1\nb.png;0\n")
+    read = read_image_table(table)
+    assert [p.name for p in read.paths] == ["a.png", "b.png"]
+    assert read.labels[:, 0].tolist() == [1, 0]
+    sheet = tmp_path / "images.xlsx"
+    pd.DataFrame({"Path": ["a.png"], "Edema": [1]}).to_excel(sheet, index=False)
+    with pytest.raises(InputFileError, match="is a spreadsheet; reportfed reads CSV or Parquet"):
+        read_image_table(sheet)
+    latin = tmp_path / "latin.csv"
+    latin.write_bytes("Path,Edema\nr\xf6ntgen.png,1\n".encode("latin-1"))
+    with pytest.raises(InputFileError, match=r"not UTF-8 text \(byte 0xf6 at line 2\)"):
+        read_image_table(latin)
+    short = tmp_path / "short.csv"
+    short.write_text("Path,Edema\na.png,1,0\n")
+    with pytest.raises(InputFileError, match="row 2 has 3 fields but the header has 2"):
+        read_image_table(short)
+    with pytest.raises(InputFileError, match="is a directory, not an image table"):
+        read_image_table(tmp_path)
+
+
 def test_pretrained_checkpoint_loads_into_the_representation(tmp_path: Path) -> None:
     source = build_model("densenet121", 4, image_size=64)
     torch.save(source.state_dict(), tmp_path / "ckpt.pt")

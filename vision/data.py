@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import pandas as pd
@@ -32,16 +32,16 @@ from torch.nn import functional as F
 
 from reportfed.core.config import Blank, Uncertain
 from reportfed.core.errors import ConfigError, InputFileError
-from reportfed.core.labels import NIH_14, LabelSpace, canonical, check_label_matrix, is_known
+from reportfed.core.labels import NIH_14, LabelledRows, LabelSpace, canonical, is_known
 from reportfed.data.mimic import SPLITS, Split, read_split
-from reportfed.data.table import parse_label_column
+from reportfed.data.table import parse_label_column, read_frame
 
 PATH_COLUMNS = ("Path", "path", "image", "Image Index", "file")
 Layout = Literal["table", "nih", "mimic"]
 
 
 @dataclass
-class ImageTable:
+class ImageTable(LabelledRows):
     """Image paths with a (possibly partial) label matrix ``(len(paths), len(label_space))``."""
 
     paths: list[Path]
@@ -49,24 +49,12 @@ class ImageTable:
     label_space: LabelSpace
     source: str = ""
 
-    def __post_init__(self) -> None:
-        check_label_matrix(self.labels, len(self.paths), self.label_space, self.source or "images")
-
-    def __len__(self) -> int:
-        return len(self.paths)
-
-    def subset(self, rows: np.ndarray | list[int]) -> ImageTable:
-        """Rows ``rows`` of this table."""
-        idx = np.asarray(rows, dtype=int)
-        return replace(self, paths=[self.paths[i] for i in idx], labels=self.labels[idx])
+    ROWS: ClassVar[str] = "paths"
 
 
 def _read(path: Path) -> pd.DataFrame:
-    if not path.is_file():
-        raise InputFileError(f"{path}: no such file")
-    if path.suffix.lower() in (".parquet", ".pq"):
-        return pd.read_parquet(path)
-    return pd.read_csv(path, dtype=str, keep_default_na=False)
+    """An image table read as report tables are (:func:`reportfed.data.table.read_frame`)."""
+    return read_frame(path, PATH_COLUMNS, "an image table")
 
 
 def read_image_table(

@@ -6,10 +6,11 @@ different vocabularies ("Effusion", "pleural_effusion", "Enlarged Cardiom.") nev
 
 from __future__ import annotations
 
+import dataclasses
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import overload
+from typing import Any, ClassVar, Self, overload
 
 import numpy as np
 
@@ -197,6 +198,33 @@ def check_label_matrix(y: np.ndarray, rows: int, labels: LabelSpace, what: str) 
     ``what`` holds it): the one shape rule of every labelled-rows type (reports, nodes, images)."""
     if y.shape != (rows, len(labels)):
         raise ConfigError(f"{what}: labels shape {y.shape} != ({rows}, {len(labels)})")
+
+
+class LabelledRows:
+    """What the tables of both modalities share (reports, images): a label matrix ``labels``
+    ``(len(self), len(label_space))``, float32, NaN = not annotated, checked when one is made,
+    and :meth:`subset`. A subclass is a dataclass with fields ``labels``, ``label_space`` and
+    ``source``, whose field named :attr:`ROWS` holds its items (texts, paths)."""
+
+    ROWS: ClassVar[str]
+    labels: np.ndarray
+    label_space: LabelSpace
+    source: str
+
+    def __post_init__(self) -> None:
+        check_label_matrix(self.labels, len(self), self.label_space, self.source or self.ROWS)
+
+    def __len__(self) -> int:
+        return len(getattr(self, self.ROWS))
+
+    def subset(self, rows: np.ndarray | Sequence[int]) -> Self:
+        """Rows ``rows`` of this table (its label space and source kept)."""
+        return dataclasses.replace(self, **self._subset_fields(np.asarray(rows, dtype=int)))  # type: ignore[type-var]
+
+    def _subset_fields(self, idx: np.ndarray) -> dict[str, Any]:
+        """The fields :meth:`subset` replaces: the items and labels of rows ``idx``."""
+        items = getattr(self, self.ROWS)
+        return {self.ROWS: [items[i] for i in idx.tolist()], "labels": self.labels[idx]}
 
 
 #: annotated rows from which a label that is never 0 is worth a warning

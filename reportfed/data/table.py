@@ -21,7 +21,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -29,7 +29,7 @@ import pandas as pd
 from reportfed.core.characters import as_read
 from reportfed.core.config import Blank, Uncertain
 from reportfed.core.errors import ConfigError, InputFileError, LabelError
-from reportfed.core.labels import LabelSpace, check_label_matrix, is_known
+from reportfed.core.labels import LabelledRows, LabelSpace, is_known
 
 TEXT_COLUMNS = ("Reports", "Report Impression", "REPORT", "report", "text")
 _UNCERTAIN_VALUE = {"zeros": 0.0, "ones": 1.0, "ignore": np.nan}
@@ -51,7 +51,7 @@ CORPUS_COLUMNS = ("findings", "impression", "mesh_major")
 
 
 @dataclass
-class ReportTable:
+class ReportTable(LabelledRows):
     """Report texts with a (possibly partial) label matrix.
 
     ``labels`` has shape ``(len(texts), len(label_space))``, float32, NaN = not annotated.
@@ -71,23 +71,15 @@ class ReportTable:
     ignored_columns: tuple[str, ...] = ()
     corrected: Mapping[tuple[int, str], float] = field(default_factory=dict)
 
-    def __post_init__(self) -> None:
-        check_label_matrix(self.labels, len(self.texts), self.label_space, self.source or "reports")
+    ROWS: ClassVar[str] = "texts"
 
-    def __len__(self) -> int:
-        return len(self.texts)
-
-    def subset(self, rows: np.ndarray | list[int]) -> ReportTable:
-        """Rows ``rows`` of this table (same label space, id column and source)."""
-        idx = np.asarray(rows, dtype=int)
+    def _subset_fields(self, idx: np.ndarray) -> dict[str, Any]:
         new = {int(old): k for k, old in enumerate(idx)}
-        return replace(
-            self,
-            texts=[self.texts[i] for i in idx],
-            labels=self.labels[idx],
-            ids=[self.ids[i] for i in idx],
-            corrected={(new[r], c): v for (r, c), v in self.corrected.items() if r in new},
-        )
+        return {
+            **super()._subset_fields(idx),
+            "ids": [self.ids[i] for i in idx.tolist()],
+            "corrected": {(new[r], c): v for (r, c), v in self.corrected.items() if r in new},
+        }
 
     def fully_annotated(self) -> ReportTable:
         """The rows with every label annotated (no NaN)."""
@@ -103,13 +95,27 @@ class ReportTable:
         )
 
 
-def _read_frame(path: Path, text_column: str | None) -> tuple[pd.DataFrame, int]:
+def read_frame(path: str | Path, names: Sequence[str], what: str) -> pd.DataFrame:
+    """A table of any modality as reportfed reads every table: CSV (UTF-8, plain or gzipped; an
+    encoding, quote or row-length error named with its line) or Parquet, a spreadsheet or zip
+    refused saying what to do, duplicate columns refused, cells as strings. ``names``: the key
+    columns, one of which its header names (by which a tab, semicolon or bar delimiter is
+    recognised); ``what``: the table's kind, for messages ("an image table")."""
+    frame, _ = _read_frame(_table_path(path, what), None, names)
+    return frame
+
+
+def _read_frame(
+    path: Path, text_column: str | None, names: Sequence[str] = TEXT_COLUMNS
+) -> tuple[pd.DataFrame, int]:
     """The table (string cells) and the file row of its first data row: 2 below a header, 1 in a
     headerless one-report-per-row CSV (the CheXpert labeler's input). CSV may be gzipped and
-    separated by commas, or by tabs, semicolons or bars when its header says so."""
+    separated by commas, or by tabs, semicolons or bars when its header names one of
+    ``names``."""
     if _is_parquet(path):
-        return _checked_parquet(path, _parquet_file(path).read().to_pandas(), text_column), 2
-    layout, rows = _csv_layout(path, text_column)
+        frame = _parquet_file(path).read().to_pandas()
+        return _checked_parquet(path, frame, text_column, names), 2
+    layout, rows = _csv_layout(path, text_column, names)
     return pd.DataFrame(list(rows), columns=layout.columns, dtype=object), layout.first_row
 
 
@@ -131,10 +137,12 @@ def _parquet_file(path: Path) -> Any:
     return file
 
 
-def _checked_parquet(path: Path, frame: pd.DataFrame, text_column: str | None) -> pd.DataFrame:
-    """``frame``, read from Parquet, once its text column is known to hold text, not numbers,
-    booleans or dates."""
-    column = _find_text_column(list(frame.columns), text_column)
+def _checked_parquet(
+    path: Path, frame: pd.DataFrame, text_column: str | None, names: Sequence[str] = TEXT_COLUMNS
+) -> pd.DataFrame:
+    """``frame``, read from Parquet, once its text (or other key) column is known to hold text,
+    not numbers, booleans or dates."""
+    column = _find_text_column(list(frame.columns), text_column, names)
     if column is not None and not _is_text(frame[column]):
         raise InputFileError(
             f"{path}: column {column!r} holds {frame[column].dtype} values, not report text"
@@ -166,17 +174,19 @@ def _open_text(path: Path) -> io.TextIOWrapper:
     return io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")
 
 
-def _csv_layout(path: Path, text_column: str | None) -> tuple[_Layout, Iterator[list[str]]]:
+def _csv_layout(
+    path: Path, text_column: str | None, names: Sequence[str] = TEXT_COLUMNS
+) -> tuple[_Layout, Iterator[list[str]]]:
     """The layout of a CSV file and its data rows, read as they are needed (memory stays flat
     for any number of rows); every row is checked against the header."""
     with _reading(path), _open_text(path) as f:
         first_line = f.readline()
         if not first_line.strip() and not f.read().strip():
             raise InputFileError(f"{path}: the file is empty")
-    delimiter = _delimiter(first_line.split("\n", 1)[0])
+    delimiter = _delimiter(first_line.split("\n", 1)[0], names)
     rows = _csv_rows(path, delimiter)
     header = next(rows)
-    headerless = text_column is None and _find_text_column(header, None) is None
+    headerless = text_column is None and _find_text_column(header, None, names) is None
     if headerless and len(header) <= 1:  # no recognisable header: one report per row
         return _Layout([0], 1, delimiter), _one_field_rows(path, header, rows, delimiter)
     _no_duplicates(path, header)
@@ -259,11 +269,11 @@ def _csv_rows(path: Path, delimiter: str) -> Iterator[list[str]]:
             ) from None
 
 
-def _delimiter(first_line: str) -> str:
-    """``,``, or the tab / semicolon / bar that separates a header naming a text column."""
+def _delimiter(first_line: str, names: Sequence[str] = TEXT_COLUMNS) -> str:
+    """``,``, or the tab / semicolon / bar that separates a header naming one of ``names``."""
     if "," not in first_line:
         for d in ("\t", ";", "|"):
-            if d in first_line and _find_text_column(first_line.split(d), None) is not None:
+            if d in first_line and _find_text_column(first_line.split(d), None, names) is not None:
                 return d
     return ","
 
@@ -274,16 +284,18 @@ def _no_duplicates(path: Path, columns: list[str]) -> None:
         raise InputFileError(f"{path}: column {seen[0]!r} appears more than once")
 
 
-def _find_text_column(columns: list[Any], text_column: str | None) -> Any:
-    """The text column among ``columns``: ``text_column``, else the first of
-    :data:`TEXT_COLUMNS` present (exact, then ignoring case); ``None`` if there is none."""
+def _find_text_column(
+    columns: list[Any], text_column: str | None, names: Sequence[str] = TEXT_COLUMNS
+) -> Any:
+    """The text column among ``columns``: ``text_column``, else the first of ``names`` present
+    (exact, then ignoring case); ``None`` if there is none."""
     if text_column is not None:
         return text_column if text_column in columns else None
-    for name in TEXT_COLUMNS:
+    for name in names:
         if name in columns:
             return name
     folded = {str(c).strip().casefold(): c for c in columns}
-    return next((folded[n.casefold()] for n in TEXT_COLUMNS if n.casefold() in folded), None)
+    return next((folded[n.casefold()] for n in names if n.casefold() in folded), None)
 
 
 def _cell(value: object) -> str:
@@ -541,11 +553,11 @@ def _batched(items: Iterator[list[str]], size: int) -> Iterator[list[list[str]]]
         yield batch
 
 
-def _table_path(path: str | Path) -> Path:
-    """``path`` as a reports table's path, or an :class:`InputFileError` saying why not."""
+def _table_path(path: str | Path, what: str = "a reports table") -> Path:
+    """``path`` as the path of a ``what``, or an :class:`InputFileError` saying why not."""
     path = Path(path)
     if path.is_dir():
-        raise InputFileError(f"{path}: is a directory, not a reports table")
+        raise InputFileError(f"{path}: is a directory, not {what}")
     if not path.is_file():
         raise InputFileError(f"{path}: no such file")
     kind = _container(path)
