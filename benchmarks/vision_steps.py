@@ -3,7 +3,7 @@
     python benchmarks/vision_steps.py [--sizes 64 224] [--batch 8] [--steps 5]
 
 Prints seconds per step and images per second (after one warm-up step); CUDA uses bf16 autocast
-and channels-last, as in :func:`vision.federation.train_images`.
+and channels-last, as in :func:`reportfed.vision.federation.train_images`.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import torch
 
 from reportfed.core.files import atomic_write
 from reportfed.nn.loss import masked_bce
-from vision.models import build_model
-from vision.train import ImageFederationConfig, device_of
+from reportfed.vision.models import build_model
+from reportfed.vision.train import ImageFederationConfig, device_of
 
 
 def step_time(arch: str, size: int, batch: int, steps: int, device: torch.device) -> float:

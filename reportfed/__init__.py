@@ -7,9 +7,9 @@ loaded on first use, so ``import reportfed`` stays light (no torch, no scikit-le
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from reportfed.core.public import lazy_names
 from reportfed.core.telemetry import switch_off
 
 __version__ = "0.1.0"
@@ -52,18 +52,7 @@ _PUBLIC = {
 __all__ = ["__version__", *_PUBLIC]
 
 
-def __getattr__(name: str) -> Any:
-    module = _PUBLIC.get(name)
-    if module is None:
-        raise AttributeError(f"module 'reportfed' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value  # once
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
-
+__getattr__, __dir__ = lazy_names(__name__, _PUBLIC, globals())
 
 if TYPE_CHECKING:  # what type checkers and IDEs see (``X as X``: a re-export)
     from reportfed.combine import combine as combine

@@ -1,6 +1,5 @@
 """The house's rooms: the product (``reportfed/``) imports nothing from the research
-(``experiments/``), ``vision/`` imports only the product, and no arrow climbs back up the
-product's layers. A module's layer is its folder: ``reportfed/core/`` at the bottom, then the
+(``experiments/``), and no arrow climbs back up the product's layers. A module's layer is its folder: ``reportfed/core/`` at the bottom, then the
 folders of each layer below, the public modules at ``reportfed/``'s top (the labeler, the default
 model, ``combine``), then ``flower/``, then ``cli/``."""
 
@@ -18,7 +17,7 @@ LAYERS = (
     ("nn", "data"),  # torch pieces both modalities share; corpora and tables
     ("text",),  # sentences, assertions, states, calibration, templates, the report model
     ("embed",),  # embedders and the cache
-    ("reports", "pages"),  # the report node algorithm, the in-process engine; the HTML pages
+    ("reports", "vision", "pages"),  # the two modalities' node algorithms and engines; pages
     (None,),  # the public modules at the package's top: labeler, default_model, combine
     ("flower",),
     ("cli", "__main__"),
@@ -81,8 +80,6 @@ def test_the_product_imports_nothing_from_the_research() -> None:
     product = imports("reportfed")
     assert {m: sorted(n for n in names if n.split(".")[0] == "experiments")
             for m, names in product.items() if any(n.startswith("experiments") for n in names)} == {}  # fmt: skip
-    vision = imports("vision")
-    assert not {n for names in vision.values() for n in names if n.startswith("experiments")}
 
 
 def test_no_arrow_climbs_back_up_the_product() -> None:
@@ -123,7 +120,7 @@ def test_every_environment_variable_is_declared_once_and_read_through_it() -> No
     named: set[str] = set()
     for path in [*ROOT.glob("*.md"), *(ROOT / "docs").glob("*.md")] + [
         p
-        for folder in ("reportfed", "vision", "experiments", "benchmarks", "tests")
+        for folder in ("reportfed", "experiments", "benchmarks", "tests")
         for p in (ROOT / folder).rglob("*.py")
     ]:
         text = path.read_text()

@@ -38,7 +38,7 @@ def _report_table(tmp_path: Path) -> Path:
 
 def _image_table(tmp_path: Path) -> Path:
     pytest.importorskip("monai")
-    from vision.synthetic import write_synthetic_node
+    from reportfed.vision.synthetic import write_synthetic_node
 
     return write_synthetic_node(tmp_path / "images", 24, ["Cardiomegaly", "Effusion"], seed=0)
 

@@ -70,13 +70,46 @@ def test_an_unknown_name_is_an_attribute_error() -> None:
         raise AssertionError("reportfed.no_such_name resolved")
 
 
+VISION = [
+    "ImageTable",
+    "read_image_table",
+    "table_from_report_labels",
+    "build_model",
+    "ImageFederationConfig",
+    "predict_images",
+    "ImageNode",
+    "run_image_federation",
+    "global_image_model",
+    "ImageLabeler",
+    "write_synthetic_node",
+]
+
+
+def test_the_image_side_is_reportfed_vision_with_its_own_snapshot() -> None:
+    """It installs under reportfed's name: no top-level ``vision`` package to collide with."""
+    import importlib.util
+
+    import reportfed.vision
+
+    assert importlib.util.find_spec("vision") is None
+    assert reportfed.vision.__all__ == VISION and dir(reportfed.vision) == sorted(VISION)
+    if importlib.util.find_spec("monai") is not None:  # the [vision] extra
+        for name in VISION:
+            assert getattr(reportfed.vision, name).__name__ == name
+
+
 def test_type_checkers_see_each_public_name_where_it_is_loaded_from() -> None:
     """The ``TYPE_CHECKING`` imports (for IDEs and mypy) name the same module for each public
-    name as the lazy loader does."""
+    name as the lazy loader does, in both public packages."""
     import ast
     from pathlib import Path
 
-    tree = ast.parse(Path(reportfed.__file__).read_text())
-    block = next(n for n in tree.body if isinstance(n, ast.If))
-    seen = {a.name: n.module for n in block.body if isinstance(n, ast.ImportFrom) for a in n.names}
-    assert seen == reportfed._PUBLIC
+    import reportfed.vision
+
+    for package in (reportfed, reportfed.vision):
+        tree = ast.parse(Path(package.__file__).read_text())
+        block = next(n for n in tree.body if isinstance(n, ast.If))
+        seen = {
+            a.name: n.module for n in block.body if isinstance(n, ast.ImportFrom) for a in n.names
+        }
+        assert seen == package._PUBLIC, package.__name__

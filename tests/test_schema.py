@@ -46,7 +46,7 @@ def test_the_flower_app_defaults_are_the_schema_defaults() -> None:
 
 def test_an_image_run_has_the_image_models_defaults() -> None:
     pytest.importorskip("monai")
-    from vision.train import ImageFederationConfig
+    from reportfed.vision.train import ImageFederationConfig
 
     flower = ImageFederationConfig(**FLOWER_DEFAULTS)  # type: ignore[arg-type]
     assert _app_config()["images"] == schema.encode(flower)
@@ -107,7 +107,7 @@ def test_flags_reach_the_run_config_and_come_back_from_it() -> None:
 
 def test_image_configs_share_the_server_options_and_the_codec() -> None:
     pytest.importorskip("monai")
-    from vision.federation import ImageFederationConfig
+    from reportfed.vision.federation import ImageFederationConfig
 
     config = ImageFederationConfig(norm="fedbn", image_size=96, server_momentum=0.5)
     assert schema.decode(ImageFederationConfig, schema.encode(config)) == config

@@ -117,9 +117,14 @@ def _lockstep(config: FederationConfig) -> tuple[GlobalState, GlobalState]:
 def _vision(tmp_path: Path) -> tuple[GlobalState, GlobalState]:
     pytest.importorskip("monai")
     from reportfed.nn.arrays import to_arrays
-    from vision.data import read_image_table
-    from vision.federation import ImageFederationConfig, ImageNode, new_model, run_image_federation
-    from vision.synthetic import write_synthetic_node
+    from reportfed.vision.data import read_image_table
+    from reportfed.vision.federation import (
+        ImageFederationConfig,
+        ImageNode,
+        new_model,
+        run_image_federation,
+    )
+    from reportfed.vision.synthetic import write_synthetic_node
 
     names = {"a": ["Cardiomegaly", "Pleural Effusion"], "b": ["Pleural Effusion", "Pneumothorax"]}
     nodes = [

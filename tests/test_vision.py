@@ -1,4 +1,4 @@
-"""vision/: MONAI image classifiers on the aggregation core, image tables, synthetic images, and
+"""reportfed.vision: MONAI image classifiers on the aggregation core, image tables, synthetic images, and
 combining report and image models."""
 
 from __future__ import annotations
@@ -21,13 +21,13 @@ from reportfed.core.labels import LabelSpace
 from reportfed.core.metrics import auroc
 from reportfed.labeler import ReportLabeler
 from reportfed.nn.arrays import to_arrays
-from vision.data import (
+from reportfed.vision.data import (
     ImageDataset,
     augment,
     read_image_table,
     table_from_report_labels,
 )
-from vision.federation import (
+from reportfed.vision.federation import (
     ImageFederationConfig,
     ImageLabeler,
     ImageNode,
@@ -35,8 +35,8 @@ from vision.federation import (
     predict_images,
     run_image_federation,
 )
-from vision.models import build_model, load_representation, norm_keys
-from vision.synthetic import LABELS, write_synthetic_node
+from reportfed.vision.models import build_model, load_representation, norm_keys
+from reportfed.vision.synthetic import LABELS, write_synthetic_node
 
 SITES = {
     "a": ["Cardiomegaly", "Pleural Effusion", "Lung Lesion"],

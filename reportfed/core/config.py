@@ -220,7 +220,7 @@ class RunSettings:
 
     modality: str = setting(
         "reports",
-        "what the nodes hold: reports, or images (vision/; federation run trains reports)",
+        "what the nodes hold: reports, or images (reportfed.vision; federation run trains reports)",
     )
 
     out: str = setting(

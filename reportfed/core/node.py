@@ -1,14 +1,14 @@
 """What a node does in a round, as one interface that every engine drives (MONAI FL's
 ``ClientAlgo`` is the model): describe itself, train from the global state, evaluate the global
 state on its held-out rows. Report tables implement it in :mod:`reportfed.reports.node`, image
-tables in :mod:`vision.node`; the in-process loop (:func:`reportfed.core.rounds.run_rounds`) and the
+tables in :mod:`reportfed.vision.node`; the in-process loop (:func:`reportfed.core.rounds.run_rounds`) and the
 Flower ClientApp (:mod:`reportfed.flower.client_app`) both drive it.
 
 A *modality* (:class:`Modality`) is what the server side needs to know about a kind of node: its
 hyperparameter class (decoded from the run config through :mod:`reportfed.core.schema`), the initial
 global model, and how a node's algorithm is built from its :class:`~reportfed.core.config.NodeSettings`.
 Modalities are found by name through the ``reportfed.modalities`` entry points (``reports`` and,
-with ``vision/``, ``images``), so the Flower apps serve both without importing ``vision``.
+with ``reportfed.vision``, ``images``), so the Flower apps serve both without importing it.
 """
 
 from __future__ import annotations

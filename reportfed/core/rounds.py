@@ -1,5 +1,5 @@
 """The in-process round loop, shared by text (:func:`reportfed.reports.engine.run_federation`)
-and vision (:func:`vision.federation.run_image_federation`), and the seed of a node's round, which
+and vision (:func:`reportfed.vision.federation.run_image_federation`), and the seed of a node's round, which
 every engine (the loop, lockstep, Flower nodes) derives the same way."""
 
 from __future__ import annotations

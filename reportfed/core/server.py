@@ -43,7 +43,7 @@ from reportfed.core.schema import setting
 @dataclass(frozen=True)
 class ServerOptions:
     """The server's rules; text (:class:`~reportfed.reports.engine.FederationConfig`) and vision
-    (:class:`~vision.federation.ImageFederationConfig`) configs inherit them, so every server
+    (:class:`~reportfed.vision.federation.ImageFederationConfig`) configs inherit them, so every server
     option reaches every engine."""
 
     weighting: Weighting = setting(

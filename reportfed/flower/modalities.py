@@ -1,5 +1,5 @@
 """The kinds of node a Flower run serves, found by name through the ``reportfed.modalities``
-entry points (``reports`` and, with ``vision/``, ``images``), and the hyperparameters a run
+entry points (``reports`` and, with ``reportfed.vision`` and its extra, ``images``), and the hyperparameters a run
 config gives them; the Flower apps serve both without importing ``vision``."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ def modality(name: str) -> Modality:
     found = {e.name: e for e in entry_points(group="reportfed.modalities")}
     if name not in found:
         raise ConfigError(
-            f"unknown modality {name!r}: installed are {sorted(found)} (images need vision/)"
+            f"unknown modality {name!r}: installed are {sorted(found)} (images need the vision extra: pip install reportfed[vision])"
         )
     loaded: Modality = found[name].load()
     return loaded

@@ -5,7 +5,7 @@ Run config (``app/pyproject.toml``, overridable with ``flwr run --run-config``; 
 federation run`` sets it from its flags): every field of :class:`~reportfed.core.config.RunSettings`,
 dashed, and a table per modality holding its hyperparameter class's fields with that modality's
 defaults (``[reports]``: :class:`~reportfed.core.config.FederationConfig`; ``[images]``:
-:class:`vision.train.ImageFederationConfig`; Flower flattens them to ``reports.rounds``...).
+:class:`reportfed.vision.train.ImageFederationConfig`; Flower flattens them to ``reports.rounds``...).
 ``modality`` (:func:`reportfed.flower.modalities.modality`) names the table a run reads; its values are sent to
 the nodes with every message.
 

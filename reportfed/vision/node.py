@@ -1,8 +1,8 @@
 """The node algorithm of image tables (:class:`~reportfed.core.node.NodeAlgorithm`): a site's images
-and labels, trained as an :class:`~vision.models.ImageClassifier` from the global state. The
-in-process loop (:func:`vision.federation.run_image_federation`) and the Flower ClientApp drive the
+and labels, trained as an :class:`~reportfed.vision.models.ImageClassifier` from the global state. The
+in-process loop (:func:`reportfed.vision.federation.run_image_federation`) and the Flower ClientApp drive the
 same :class:`ImageAlgorithm`; :data:`IMAGES` is the modality the Flower apps load (run config
-``modality = "images"``, hyperparameters :class:`~vision.train.ImageFederationConfig`). Under
+``modality = "images"``, hyperparameters :class:`~reportfed.vision.train.ImageFederationConfig`). Under
 FedBN a node's normalisation layers are its :meth:`~ImageAlgorithm.local_arrays`: they never
 leave it.
 """
@@ -23,9 +23,9 @@ from reportfed.core.node import Description, Evaluation
 from reportfed.core.rounds import round_seed
 from reportfed.data.partition import validation_split
 from reportfed.nn.arrays import load_arrays, to_arrays
-from vision.data import ImageTable, read_image_table
-from vision.models import ImageClassifier, set_representation_trainable
-from vision.train import (
+from reportfed.vision.data import ImageTable, read_image_table
+from reportfed.vision.models import ImageClassifier, set_representation_trainable
+from reportfed.vision.train import (
     ImageFederationConfig,
     local_keys,
     new_model,

@@ -23,8 +23,14 @@ import torch
 from reportfed.core.schema import setting
 from reportfed.core.server import ServerOptions
 from reportfed.nn.loss import masked_bce
-from vision.data import ImageDataset, ImageTable
-from vision.models import Arch, ImageClassifier, build_model, freeze_batchnorm_statistics, norm_keys
+from reportfed.vision.data import ImageDataset, ImageTable
+from reportfed.vision.models import (
+    Arch,
+    ImageClassifier,
+    build_model,
+    freeze_batchnorm_statistics,
+    norm_keys,
+)
 
 NormStrategy = Literal["fedavg", "fedbn", "fedbn+"]
 

@@ -2,8 +2,8 @@
 
 The task block is always aggregated surgically (:func:`reportfed.core.aggregation.aggregate`); the
 representation block by one of the strategies of the Surgical Aggregation papers
-(:mod:`vision.train`: ``fedavg``, ``fedbn``, ``fedbn+``). Every node is a
-:class:`~vision.node.ImageAlgorithm`, the same the Flower ClientApp drives, and keeps its own model
+(:mod:`reportfed.vision.train`: ``fedavg``, ``fedbn``, ``fedbn+``). Every node is a
+:class:`~reportfed.vision.node.ImageAlgorithm`, the same the Flower ClientApp drives, and keeps its own model
 between rounds (so FedBN's local layers persist).
 """
 
@@ -22,10 +22,10 @@ from reportfed.core.labels import LabelSpace
 from reportfed.core.rounds import run_rounds
 from reportfed.core.server import SurgicalServer
 from reportfed.nn.arrays import load_arrays, to_arrays
-from vision.data import ImageTable
-from vision.models import ImageClassifier
-from vision.node import ImageAlgorithm, ImageNode
-from vision.train import ImageFederationConfig, local_keys, new_model, predict_images
+from reportfed.vision.data import ImageTable
+from reportfed.vision.models import ImageClassifier
+from reportfed.vision.node import ImageAlgorithm, ImageNode
+from reportfed.vision.train import ImageFederationConfig, local_keys, new_model, predict_images
 
 
 @dataclass
