@@ -129,3 +129,27 @@ def test_every_environment_variable_is_declared_once_and_read_through_it() -> No
             read = re.findall(r"environ(?:\.get\(|\[)\s*[\"']REPORTFED_", text)
             assert not read or path.parent.name == "tests", f"{path} reads os.environ itself"
     assert named <= declared, sorted(named - declared)
+
+
+def test_every_file_the_package_reads_is_in_its_wheel() -> None:
+    """Each file under ``reportfed/`` that is not Python is named by pyproject.toml's
+    package-data (a non-editable install carries only those: the lexicon once was not)."""
+    import fnmatch
+    import tomllib
+
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    patterns = data["package-data"]
+    missing = []
+    for path in sorted((ROOT / "reportfed").rglob("*")):
+        if not path.is_file() or path.suffix in (".py", ".pyc") or "__pycache__" in path.parts:
+            continue
+        inside = path.relative_to(ROOT)
+        held = any(
+            fnmatch.fnmatch(str(inside.relative_to(package.replace(".", "/"))), pattern)
+            for package, globs in patterns.items()
+            if inside.is_relative_to(package.replace(".", "/"))
+            for pattern in globs
+        )
+        if not held:
+            missing.append(str(inside))
+    assert missing == []
