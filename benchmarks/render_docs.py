@@ -424,7 +424,8 @@ def flower_dp() -> str:
     return (
         f"- **What it costs** (`python -m benchmarks.flower_dp`, 2 IU nodes, {base['rounds']} "
         f"rounds of the paper's settings, clip {noisy[0]['clip']:g}, deployment engine): macro "
-        f"AUROC on the nodes' held-out rows {base['macro-auroc']:.3f} without DP, {said}."
+        f"AUROC (node-mean: each node's own held-out rows, averaged weighted by rows) "
+        f"{base['macro-auroc']:.3f} without DP, {said}."
     )
 
 

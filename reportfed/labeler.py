@@ -26,6 +26,7 @@ from reportfed.core.config import FederationConfig, Granularity, check_fraction
 from reportfed.core.errors import ConfigError, ReportfedError, warn
 from reportfed.core.labels import LabelSpace, warn_if_all_positive, warn_if_too_few
 from reportfed.core.metrics import FEW_POSITIVES, auroc, f1_at, f1_thresholds
+from reportfed.core.record import POOLED, Evaluation
 from reportfed.data.table import ReportTable
 from reportfed.embed import DEFAULT_EMBEDDER
 from reportfed.reader import ReportReader, _check_embeddings
@@ -369,18 +370,12 @@ def _validation_auroc(
     def evaluate(_: int, state: GlobalState) -> dict[str, Any]:
         truth = y[:, labels.indices(state.labels)]
         aucs = auroc(truth, predict_state(state, x))
-        found: dict[str, Any] = {
-            f"auroc/{name}": round(float(a), 4)
-            for name, a in zip(state.labels, aucs, strict=True)
-            if not np.isnan(a)
-        }
-        if found:
-            found["macro-auroc"] = round(float(np.mean(list(found.values()))), 4)
-        found |= {
-            f"positives/{name}": int((truth[:, c] == 1).sum())
-            for c, name in enumerate(state.labels)
-        }
-        return {"evaluation": found}
+        found = Evaluation(
+            POOLED,
+            auroc={n: float(a) for n, a in zip(state.labels, aucs, strict=True) if not np.isnan(a)},
+            positives={n: int((truth[:, c] == 1).sum()) for c, n in enumerate(state.labels)},
+        )
+        return {"evaluation": found.to_json()}
 
     return evaluate
 

@@ -29,6 +29,7 @@ from reportfed.core import schema
 from reportfed.core.config import FLOWER_DEFAULTS, FederationConfig, NodeSettings, RunSettings
 from reportfed.core.errors import ReportfedError, RunFailedError
 from reportfed.core.metrics import FEW_POSITIVES
+from reportfed.core.record import Evaluation
 
 if TYPE_CHECKING:
     from reportfed.flower.tls import Certificates
@@ -373,19 +374,20 @@ def cmd_run(args: argparse.Namespace) -> None:
                     else ""
                 )
             )
-        if "evaluation" in last:
-            evaluation = last["evaluation"]
-            say(f"macro AUROC on the nodes' held-out rows: {evaluation['macro-auroc']:.4f}")
-            for key, value in evaluation.items():
-                if key.startswith("auroc/"):
-                    name = key.removeprefix("auroc/")
-                    positives = evaluation.get(f"positives/{name}")
-                    line = f"  {name:<28} {value:.4f}"
-                    if positives is not None:
-                        line += f"  ({positives} held-out positive(s)"
-                        line += ": too few to measure)" if positives < FEW_POSITIVES else ")"
-                    say(line)
-            rows = evaluation.get("min-rows")
+        if last.get("evaluation"):
+            evaluation = Evaluation.from_json(last["evaluation"])
+            if evaluation.macro is not None:
+                say(
+                    f"macro AUROC ({evaluation.statistic}: {evaluation.said}): {evaluation.macro:.4f}"
+                )
+            for name, value in evaluation.auroc.items():
+                positives = evaluation.positives.get(name)
+                line = f"  {name:<28} {value:.4f}"
+                if positives is not None:
+                    line += f"  ({positives} held-out positive(s)"
+                    line += ": too few to measure)" if positives < FEW_POSITIVES else ")"
+                say(line)
+            rows = evaluation.min_rows
             if rows is not None and rows < RELIABLE_ROWS:
                 warn(
                     f"some label's AUROC rests on {rows} held-out rows "

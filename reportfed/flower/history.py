@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from reportfed.core.files import atomic_write
+from reportfed.core.record import evaluations
 from reportfed.core.server import StepResult
 
 
@@ -72,14 +73,12 @@ class RunHistory:
         if missing:
             parts.append("left out: " + "; ".join(f"{n} ({why})" for n, why in missing.items()))
         scored = [
-            e
-            for e in self.entries
-            if e["round"] <= round_ and "macro-auroc" in e.get("evaluation", {})
+            (r, e) for r, e in evaluations(self.entries) if r <= round_ and e.macro is not None
         ]
         if scored:
-            last = scored[-1]
+            scored_round, last = scored[-1]
             parts.append(
-                f"macro AUROC {last['evaluation']['macro-auroc']:.4f} (round {last['round']}'s model)"
+                f"macro AUROC {last.macro:.4f} (round {scored_round}'s model, {last.statistic})"
             )
         moved = sum(b["down"] + b["up"] for b in entry.get("bytes", {}).values())
         parts.append(f"{moved / 1e6:.2f} MB moved")

@@ -50,6 +50,7 @@ from reportfed.core.aggregation import (
 from reportfed.core.errors import ConfigError, LabelError, RunFailedError
 from reportfed.core.labels import LabelSpace
 from reportfed.core.limits import MAX_LABELS, MAX_ROWS, bounded_int, bounded_name
+from reportfed.core.record import NODE_MEAN, Evaluation
 from reportfed.core.server import ServerOptions, StepResult, SurgicalServer
 from reportfed.flower.history import RunHistory
 from reportfed.flower.registry import Registry
@@ -444,23 +445,25 @@ class SurgicalAggregation(Strategy):
                     calibrations[label] += (n, *(n * coef[j]))
         if not sums:
             return None
-        out: dict[str, int | float | list[int] | list[float]] = {}
+        aucs: dict[str, float] = {}
         for label in self.labels:
             if label in sums:
                 n, auc, thr = sums[label]
-                out[f"auroc/{label}"] = float(auc / n)
+                aucs[label] = float(auc / n)
                 self.thresholds[label] = float(thr / n)
             if label in calibrations:
                 n, *weighted = calibrations[label]
                 self.calibration[label] = [float(v / n) for v in weighted]
-        out["macro-auroc"] = float(np.mean([v for k, v in out.items() if k.startswith("auroc/")]))
-        out |= {
-            f"positives/{label}": positives[label] for label in self.labels if label in positives
-        }
         rows = {label: int(sums[label][0]) for label in self.labels if label in sums}
-        out["min-rows"] = min(rows.values())
-        self.history.evaluated(server_round, out)
-        _log.info("\t└──> evaluation of round %d: %s", server_round, out)
+        evaluation = Evaluation(
+            NODE_MEAN,
+            auroc=aucs,
+            positives={label: positives[label] for label in self.labels if label in positives},
+            min_rows=min(rows.values()),
+        )
+        record = evaluation.to_json()
+        self.history.evaluated(server_round, record)
+        _log.info("\t└──> evaluation of round %d: %s", server_round, record)
         few = {label: n for label, n in rows.items() if n < RELIABLE_ROWS}
         if few:
             _log.warning(
@@ -470,7 +473,7 @@ class SurgicalAggregation(Strategy):
                 RELIABLE_ROWS,
                 few,
             )
-        return MetricRecord(out)
+        return MetricRecord({k: v for k, v in record.items() if k != "statistic"})
 
     def summary(self) -> None:
         """Log the strategy's settings."""

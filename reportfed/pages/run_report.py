@@ -7,8 +7,10 @@ excluded, and the run's settings. Plots are inline SVG; every plotted number is 
 text markers, so the page reads without colour.
 
 The same page shows an in-process run (``reportfed train --report``, ``python -m experiments
-simulate --report``): its history has the same entries, its AUROC is on the validation rows and
-its megabytes are the weights the sites would exchange (:func:`in_process`)."""
+simulate --report``): its history has the same entries, read through one record
+(:mod:`reportfed.core.record`), and the page says which AUROC it shows: pooled over every
+site's validation rows in one process, the mean of the nodes' own under Flower. Its megabytes
+are the weights the sites would exchange (:func:`in_process`)."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from reportfed.core.files import atomic_write
+from reportfed.core.record import evaluations
 from reportfed.pages import FEW_POSITIVES, render_page
 from reportfed.text.model_file import beyond_lexicon
 
@@ -115,52 +118,38 @@ def _auroc(history: Sequence[Mapping[str, Any]], held: Sequence[str]) -> dict[st
     each label's held-out positives at the last round, the labels resting on fewer than
     :data:`~reportfed.pages.FEW_POSITIVES`, and the labels of ``held`` (those the nodes annotate)
     that no round could score; ``None`` before any evaluation."""
-    scored = [e for e in history if e.get("evaluation")]
-    labels = sorted(
-        {
-            k.removeprefix("auroc/")
-            for e in scored
-            for k in e["evaluation"]
-            if k.startswith("auroc/")
-        }
-    )
+    scored = evaluations(history)
+    labels = sorted({name for _, e in scored for name in e.auroc})
     if not scored or not labels:
         return None
-    rounds = [int(e["round"]) for e in scored]
-    values = [
-        float(e["evaluation"][f"auroc/{name}"])
-        for e in scored
-        for name in labels
-        if f"auroc/{name}" in e["evaluation"]
-    ]
+    rounds = [r for r, _ in scored]
+    values = [e.auroc[name] for _, e in scored for name in labels if name in e.auroc]
     lo = min([*values, 0.5])
     x, y = _axis(rounds), _scale(lo, 1.0)
     lines = [
         {
             "colour": _COLOURS[i % len(_COLOURS)],
             "mark": _MARKERS[i % len(_MARKERS)],
-            "points": [
-                (x(int(e["round"])), y(float(e["evaluation"][f"auroc/{name}"])))
-                for e in scored
-                if f"auroc/{name}" in e["evaluation"]
-            ],
+            "points": [(x(r), y(e.auroc[name])) for r, e in scored if name in e.auroc],
         }
         for i, name in enumerate(labels)
     ]
-    last = scored[-1]["evaluation"]
-    positives = {name: last.get(f"positives/{name}") for name in labels}
+    last = scored[-1][1]
+    positives = {name: last.positives.get(name) for name in labels}
     rows = [
         [f"{_MARKERS[i % len(_MARKERS)]}: {name}", _count(positives[name])]
-        + [_number(e["evaluation"].get(f"auroc/{name}")) for e in scored]
+        + [_number(e.auroc.get(name)) for _, e in scored]
         for i, name in enumerate(labels)
     ]
-    rows.append(["macro", ""] + [_number(e["evaluation"].get("macro-auroc")) for e in scored])
+    rows.append(["macro", ""] + [_number(e.macro) for _, e in scored])
     return {
         "chart": _chart(
             f"AUROC from {lo:.2f} to 1 (round {rounds[0]} to {rounds[-1]})", lines=lines
         ),
         "head": ["label", "held-out positives", *(f"round {r}" for r in rounds)],
         "rows": rows,
+        "statistic": last.statistic,
+        "said": last.said,
         "enough": FEW_POSITIVES,
         "few": [f"{n} ({positives[n]})" for n in labels if _few(positives[n])],
         "unscored": [name for name in held if name not in labels],
