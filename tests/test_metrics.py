@@ -54,3 +54,21 @@ def test_matched_thresholds_call_each_labels_prevalence_positive() -> None:
     assert (p >= t).sum(axis=0).tolist() == [2, 0]  # half the rows; none
     assert t[0] == (0.8 + 0.3) / 2
     assert (p >= matched_thresholds(p, np.array([1.0, 0.26]))).sum(axis=0).tolist() == [4, 1]
+
+
+def test_the_node_mean_weighs_each_node_by_its_rows_and_skips_what_cannot_be_judged() -> None:
+    """The Flower engine's statistic, a pure function: a node with no rows or a NaN AUROC (one
+    class in its held-out rows) counts for nothing; the others by their rows."""
+    from reportfed.core.metrics import node_mean
+
+    means = node_mean(
+        [
+            ("Edema", 30.0, np.array([0.9, 0.4])),
+            ("Edema", 10.0, np.array([0.5, 0.8])),
+            ("Edema", 50.0, np.array([np.nan, 0.1])),
+            ("Fracture", 0.0, np.array([0.7, 0.5])),
+        ]
+    )
+    assert list(means) == ["Edema"]
+    rows, (auc, threshold) = means["Edema"]
+    assert rows == 40 and auc == pytest.approx(0.8) and threshold == pytest.approx(0.5)

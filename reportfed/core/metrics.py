@@ -13,7 +13,7 @@ left out of macro averages (``nanmean``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 
@@ -186,3 +186,20 @@ def evaluate(
     ``y_test``: the paper's metrics and, given validation ``thresholds``, the leak-free ones."""
     per_label = label_metrics(y_test, p_test, thresholds=thresholds)
     return {k: float(np.nanmean(v)) for k, v in per_label.items()}
+
+
+def node_mean(
+    per_node: Iterable[tuple[str, float, np.ndarray]],
+) -> dict[str, tuple[float, np.ndarray]]:
+    """Per label, the nodes' values averaged weighted by their rows (the Flower engine's
+    statistic for AUROC, thresholds and calibrations: no node's scores leave it). Each item is
+    one node's ``(label, rows, values)``; items with no rows or a value that is not finite are
+    left out. Returns label -> (total rows, weighted mean of the values)."""
+    sums: dict[str, tuple[float, np.ndarray]] = {}
+    for label, rows, values in per_node:
+        values = np.asarray(values, dtype=np.float64)
+        if rows <= 0 or not np.isfinite(values).all():
+            continue
+        n, total = sums.get(label, (0.0, np.zeros_like(values)))
+        sums[label] = (n + rows, total + rows * values)
+    return {label: (n, total / n) for label, (n, total) in sums.items()}

@@ -91,7 +91,14 @@ def run_on_grid(
     """Run ``rounds`` (1-based round numbers, e.g. ``range(6, 11)`` after a checkpoint of round
     5): the strategy's train exchange (or ``train``, e.g. secure aggregation's), then its
     evaluate exchange (which it may leave empty); ``after_round(round, arrays, traffic)``
-    follows each. Returns the final global arrays."""
+    follows each. Returns the final global arrays.
+
+    Why not ``Strategy.start``: Flower 1.41's loop numbers rounds from 1 (a resumed run goes on
+    from its checkpoint's round), waits with ``Grid.send_and_receive``'s 3 s polling, has no
+    hook after a round (the checkpoint, the run page) and cannot swap the train exchange (the
+    SecAgg+ workflow). Overriding ``start`` would copy its loop with those four changes, which
+    is this function; the strategy's own methods (``configure_*``, ``aggregate_*``,
+    ``summary``) are Flower's, called as ``start`` calls them."""
     _log.info("rounds %d..%d", rounds.start, rounds.stop - 1)
     strategy.summary()
     for r in rounds:

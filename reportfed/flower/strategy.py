@@ -41,7 +41,6 @@ from flwr.serverapp.strategy import Strategy
 from reportfed.core.aggregation import (
     Arrays,
     GlobalState,
-    NodeUpdate,
     Sums,
     flatten,
     node_arrays,
@@ -49,18 +48,18 @@ from reportfed.core.aggregation import (
 )
 from reportfed.core.errors import ConfigError, LabelError, RunFailedError
 from reportfed.core.labels import LabelSpace
-from reportfed.core.limits import MAX_LABELS, MAX_ROWS, bounded_int, bounded_name
+from reportfed.core.metrics import node_mean
 from reportfed.core.record import NODE_MEAN, Evaluation
 from reportfed.core.server import ServerOptions, StepResult, SurgicalServer
 from reportfed.flower.history import RunHistory
 from reportfed.flower.registry import Registry
 from reportfed.flower.wire import (
     ARRAYS,
-    EVALUATED,
     EVALUATION,
     META,
-    METRICS,
     from_record,
+    parse_evaluation,
+    parse_update,
     to_record,
 )
 from reportfed.text.assertion import has_lexicon
@@ -265,17 +264,11 @@ class SurgicalAggregation(Strategy):
                 failed[member.name] = f"node error: {reply.error.reason}"
                 continue
             try:
-                shared, task = from_record(reply.content.array_records[ARRAYS])
-                meta = reply.content.config_records[META]
-                labels = _names(meta["labels"])
-                annotated = _names(meta.get("annotated", labels))
-                metrics = reply.content.metric_records[METRICS]
-                n = bounded_int("num-examples", metrics["num-examples"], 0, MAX_ROWS)
-                losses[member.name] = float(metrics["train-loss"])  # type: ignore[arg-type]
+                update, annotated, losses[member.name] = parse_update(reply.content, member.name)
             except (KeyError, TypeError, ValueError, LabelError) as exc:
                 failed[member.name] = f"malformed reply ({exc})"
                 continue
-            updates.append(NodeUpdate(member.name, labels, shared, task, num_examples=n))
+            updates.append(update)
             sent[member.name] = annotated
         replied = {reply.metadata.src_node_id for reply in replies}
         failed |= self._missing(replied, "no reply within the round timeout")
@@ -418,43 +411,37 @@ class SurgicalAggregation(Strategy):
 
     def _evaluated(self, server_round: int, replies: Iterable[Message]) -> MetricRecord | None:
         """Per-label AUROC and threshold of the global model after ``server_round``, averaged
-        over the nodes having the label (weighted by their rows), and its held-out positives over
-        them, recorded in the history; the
-        thresholds and calibrations (averaged over the nodes that fitted one) are kept for the
-        model file."""
-        sums: dict[str, np.ndarray] = {}  # label -> [n, n*auroc, n*threshold]
+        over the nodes having the label, weighted by their rows (:func:`node_mean`), and its
+        held-out positives over them, recorded in the history; the thresholds and calibrations
+        (averaged over the nodes that fitted one) are kept for the model file."""
+        judged: list[tuple[str, float, np.ndarray]] = []  # label, rows, (AUROC, threshold)
+        calibrated: list[tuple[str, float, np.ndarray]] = []  # label, rows, coefficients
         positives: dict[str, int] = {}  # label -> held-out positives over the nodes
-        calibrations: dict[str, np.ndarray] = {}  # label -> [n, n*coefficient...]
         for reply in replies:
             member = self.registry.members.get(reply.metadata.src_node_id)
             if member is None or reply.has_error() or EVALUATION not in reply.content:
                 continue
             try:
-                labels, stats, coef, fitted = _evaluation(reply.content, self.labels)
+                found = parse_evaluation(reply.content, self.labels, len(COEFFICIENTS))
             except (KeyError, TypeError, ValueError, LabelError) as exc:
                 _log.error("malformed evaluation from %r: %s", member.name, exc)
                 continue
-            for j, label in enumerate(labels):
-                n, auc, thr, pos = stats[:, j]
+            for j, label in enumerate(found.labels):
+                n, auc, thr, pos = found.stats[:, j]
                 positives[label] = positives.get(label, 0) + int(pos)
-                if n > 0 and np.isfinite([auc, thr]).all():
-                    sums.setdefault(label, np.zeros(3))
-                    sums[label] += (n, n * auc, n * thr)
-                if len(fitted) and fitted[j] and n > 0 and np.isfinite(coef[j]).all():
-                    calibrations.setdefault(label, np.zeros(1 + len(COEFFICIENTS)))
-                    calibrations[label] += (n, *(n * coef[j]))
-        if not sums:
+                judged.append((label, n, np.array([auc, thr])))
+                if len(found.fitted) and found.fitted[j]:
+                    calibrated.append((label, n, found.coefficients[j]))
+        means = node_mean(judged)
+        if not means:
             return None
         aucs: dict[str, float] = {}
         for label in self.labels:
-            if label in sums:
-                n, auc, thr = sums[label]
-                aucs[label] = float(auc / n)
-                self.thresholds[label] = float(thr / n)
-            if label in calibrations:
-                n, *weighted = calibrations[label]
-                self.calibration[label] = [float(v / n) for v in weighted]
-        rows = {label: int(sums[label][0]) for label in self.labels if label in sums}
+            if label in means:
+                aucs[label], self.thresholds[label] = (float(v) for v in means[label][1])
+        for label, (_, coefficients) in node_mean(calibrated).items():
+            self.calibration[label] = [float(v) for v in coefficients]
+        rows = {label: int(means[label][0]) for label in self.labels if label in means}
         evaluation = Evaluation(
             NODE_MEAN,
             auroc=aucs,
@@ -489,47 +476,3 @@ class SurgicalAggregation(Strategy):
             len(self.labels),
             list(self.labels),
         )
-
-
-def _names(value: object) -> list[str]:
-    """Label names as a reply carries them: a list of at most :data:`MAX_LABELS` names."""
-    if not isinstance(value, list) or len(value) > MAX_LABELS:
-        raise ValueError(f"labels must be a list of at most {MAX_LABELS} names")
-    return [bounded_name("a label", c) for c in value]
-
-
-#: the largest calibration coefficient a node may send (fitted ones lie within +-20)
-_MAX_COEFFICIENT = 1e3
-
-
-def _evaluation(
-    content: RecordDict, known: LabelSpace
-) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
-    """A node's evaluation of the global model, checked: its labels (of the model's), their
-    held-out rows, AUROC, threshold and positives (a 4 x labels array: rows within
-    :data:`MAX_ROWS`, AUROC and thresholds in [0, 1] or NaN, positives within rows) and its
-    calibration (coefficients within +-:data:`_MAX_COEFFICIENT`, which labels were fitted);
-    ``ValueError``, ``KeyError`` or ``TypeError`` where it is malformed or out of bounds."""
-    labels = _names(content.config_records[EVALUATED]["labels"])
-    unknown = [c for c in labels if c not in known]
-    if unknown or len(set(labels)) != len(labels):
-        raise ValueError(f"labels the model does not hold, or twice: {unknown or labels}")
-    m = content.metric_records[EVALUATION]
-    columns = [m["n"], m["auroc"], m["threshold"], m.get("positives", [0] * len(labels))]
-    stats = np.asarray(columns, dtype=np.float64).reshape(4, len(labels))
-    n, auc, thr, pos = stats
-    if not (np.isfinite(n).all() and (n >= 0).all() and (n <= MAX_ROWS).all()):
-        raise ValueError(f"held-out rows outside [0, {MAX_ROWS}]")
-    if not (np.isfinite(pos).all() and (pos >= 0).all() and (pos <= n).all()):
-        raise ValueError("positives beyond the held-out rows")
-    for name, values in (("AUROC", auc), ("threshold", thr)):
-        if ((values < 0) | (values > 1)).any():  # NaN compares false: a label it cannot judge
-            raise ValueError(f"a {name} outside [0, 1]")
-    fitted = np.asarray(m.get("calibrated", []), dtype=bool)
-    if len(fitted) not in (0, len(labels)):
-        raise ValueError(f"{len(fitted)} calibrations for {len(labels)} labels")
-    coef = np.asarray(m.get("calibration", []), dtype=np.float64)
-    coef = coef.reshape(len(fitted), len(COEFFICIENTS))
-    if (np.abs(coef) > _MAX_COEFFICIENT).any():
-        raise ValueError(f"a calibration coefficient beyond +-{_MAX_COEFFICIENT:g}")
-    return labels, stats, coef, fitted

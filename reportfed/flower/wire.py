@@ -5,13 +5,14 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MetricRecord, RecordDict
 
 from reportfed.core import schema
-from reportfed.core.aggregation import Arrays, GlobalState, flatten, unflatten
+from reportfed.core.aggregation import Arrays, GlobalState, NodeUpdate, flatten, unflatten
 from reportfed.core.labels import LabelSpace
 from reportfed.core.limits import (
     MAX_DIM,
@@ -86,9 +87,7 @@ def read_description(content: RecordDict) -> Description:
     bounded (:mod:`reportfed.core.limits`) before anything is built from it (``KeyError``,
     ``TypeError``, ``ValueError`` or ``LabelError`` when it is malformed or out of bounds)."""
     meta = content.config_records[META]
-    labels = meta["labels"]
-    if not isinstance(labels, list) or len(labels) > MAX_LABELS:
-        raise ValueError(f"labels must be a list of at most {MAX_LABELS} names")
+    labels = names(meta["labels"])
     settings = {k[len(SETTING) :]: v for k, v in meta.items() if k.startswith(SETTING)}
     if sum(len(str(k)) + len(str(v)) for k, v in settings.items()) > MAX_HANDSHAKE_CHARS:
         raise ValueError(f"its settings hold more than {MAX_HANDSHAKE_CHARS} characters")
@@ -97,7 +96,7 @@ def read_description(content: RecordDict) -> Description:
         raise ValueError("the fingerprint must be text of at most 1000 characters")
     return Description(
         bounded_name("its name", meta["name"]),
-        LabelSpace.of([bounded_name("a label", c) for c in labels], allow_unknown=True),
+        LabelSpace.of(labels, allow_unknown=True),
         fingerprint,
         bounded_int("its input dimension", meta["dim"], 1, MAX_DIM),
         bounded_int("its rows", content.metric_records[METRICS]["num-examples"], 0, MAX_ROWS),
@@ -112,3 +111,70 @@ def evaluation_records(evaluation: tuple[list[str], dict[str, Any]] | None) -> d
         return {}
     labels, metrics = evaluation
     return {EVALUATED: ConfigRecord({"labels": labels}), EVALUATION: MetricRecord(metrics)}
+
+
+def names(value: object) -> list[str]:
+    """Label names as a reply carries them: a list of at most :data:`MAX_LABELS` names, each
+    bounded."""
+    if not isinstance(value, list) or len(value) > MAX_LABELS:
+        raise ValueError(f"labels must be a list of at most {MAX_LABELS} names")
+    return [bounded_name("a label", c) for c in value]
+
+
+def parse_update(content: RecordDict, node: str) -> tuple[NodeUpdate, list[str], float]:
+    """A node's train reply, checked: its update (weights, the labels its rows are for, its
+    examples within :data:`MAX_ROWS`), the labels it annotates itself and its training loss
+    (``KeyError``, ``TypeError``, ``ValueError`` or ``LabelError`` where it is malformed)."""
+    shared, task = from_record(content.array_records[ARRAYS])
+    meta = content.config_records[META]
+    labels = names(meta["labels"])
+    annotated = names(meta.get("annotated", labels))
+    metrics = content.metric_records[METRICS]
+    n = bounded_int("num-examples", metrics["num-examples"], 0, MAX_ROWS)
+    loss = float(metrics["train-loss"])  # type: ignore[arg-type]
+    return NodeUpdate(node, labels, shared, task, num_examples=n), annotated, loss
+
+
+#: the largest calibration coefficient a node may send (fitted ones lie within +-20)
+MAX_COEFFICIENT = 1e3
+
+
+@dataclass(frozen=True)
+class NodeEvaluation:
+    """A node's evaluation of the global model, per label it evaluated (of the model's): its
+    held-out rows, AUROC, F1 threshold and positives (``stats``, 4 x labels; AUROC and threshold
+    NaN where it cannot judge) and its calibration (``coefficients`` of the labels ``fitted``)."""
+
+    labels: list[str]
+    stats: np.ndarray
+    coefficients: np.ndarray
+    fitted: np.ndarray
+
+
+def parse_evaluation(content: RecordDict, known: LabelSpace, coefficients: int) -> NodeEvaluation:
+    """A node's evaluation records, checked: labels the model holds, once each; rows within
+    :data:`MAX_ROWS`, AUROC and thresholds in [0, 1] or NaN, positives within rows, ``coefficients``
+    per calibration, each within +-:data:`MAX_COEFFICIENT` (``ValueError``, ``KeyError`` or
+    ``TypeError`` where it is malformed or out of bounds)."""
+    labels = names(content.config_records[EVALUATED]["labels"])
+    unknown = [c for c in labels if c not in known]
+    if unknown or len(set(labels)) != len(labels):
+        raise ValueError(f"labels the model does not hold, or twice: {unknown or labels}")
+    m = content.metric_records[EVALUATION]
+    columns = [m["n"], m["auroc"], m["threshold"], m.get("positives", [0] * len(labels))]
+    stats = np.asarray(columns, dtype=np.float64).reshape(4, len(labels))
+    n, auc, thr, pos = stats
+    if not (np.isfinite(n).all() and (n >= 0).all() and (n <= MAX_ROWS).all()):
+        raise ValueError(f"held-out rows outside [0, {MAX_ROWS}]")
+    if not (np.isfinite(pos).all() and (pos >= 0).all() and (pos <= n).all()):
+        raise ValueError("positives beyond the held-out rows")
+    for name, values in (("AUROC", auc), ("threshold", thr)):
+        if ((values < 0) | (values > 1)).any():  # NaN compares false: a label it cannot judge
+            raise ValueError(f"a {name} outside [0, 1]")
+    fitted = np.asarray(m.get("calibrated", []), dtype=bool)
+    if len(fitted) not in (0, len(labels)):
+        raise ValueError(f"{len(fitted)} calibrations for {len(labels)} labels")
+    coef = np.asarray(m.get("calibration", []), dtype=np.float64).reshape(len(fitted), coefficients)
+    if (np.abs(coef) > MAX_COEFFICIENT).any():
+        raise ValueError(f"a calibration coefficient beyond +-{MAX_COEFFICIENT:g}")
+    return NodeEvaluation(labels, stats, coef, fitted)
