@@ -25,7 +25,7 @@ _PUBLIC = {
     "load_default_model": "reportfed.default_model",
     "FederationConfig": "reportfed.core.config",
     "LabelSpace": "reportfed.core.labels",
-    "combine": "reportfed.combine",
+    "combine": "reportfed.combined",
     # the rules: findings a hospital defines, the lexicon, the four states
     "Findings": "reportfed.text.findings",
     "read_findings": "reportfed.text.findings",
@@ -55,7 +55,7 @@ __all__ = ["__version__", *_PUBLIC]
 __getattr__, __dir__ = lazy_names(__name__, _PUBLIC, globals())
 
 if TYPE_CHECKING:  # what type checkers and IDEs see (``X as X``: a re-export)
-    from reportfed.combine import combine as combine
+    from reportfed.combined import combine as combine
     from reportfed.core.config import FederationConfig as FederationConfig
     from reportfed.core.errors import ConfigError as ConfigError
     from reportfed.core.errors import EmbeddingError as EmbeddingError

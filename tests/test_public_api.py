@@ -113,3 +113,16 @@ def test_type_checkers_see_each_public_name_where_it_is_loaded_from() -> None:
             a.name: n.module for n in block.body if isinstance(n, ast.ImportFrom) for a in n.names
         }
         assert seen == package._PUBLIC, package.__name__
+
+
+def test_no_public_name_is_also_a_module_of_its_package() -> None:
+    """Importing a submodule sets it as the package's attribute of that name, which would hide
+    a public name spelled the same (``reportfed.combine`` once became the module, not the
+    function, after anything imported the module)."""
+    import pkgutil
+
+    import reportfed.vision
+
+    for package in (reportfed, reportfed.vision):
+        modules = {m.name for m in pkgutil.iter_modules(package.__path__)}
+        assert not modules & set(package.__all__), package.__name__

@@ -14,7 +14,7 @@ import torch
 
 pytest.importorskip("monai")
 
-from reportfed.combine import combine
+from reportfed.combined import combine
 from reportfed.core.config import FederationConfig
 from reportfed.core.errors import ConfigError, InputFileError
 from reportfed.core.labels import LabelSpace

@@ -92,7 +92,7 @@ def global_image_model(
 
 class ImageLabeler:
     """A trained image classifier with the labeler contract: ``classes_`` and
-    ``predict_proba(image paths)`` (what :func:`reportfed.combine.combine` takes)."""
+    ``predict_proba(image paths)`` (what :func:`reportfed.combined.combine` takes)."""
 
     def __init__(
         self, model: ImageClassifier, labels: LabelSpace, config: ImageFederationConfig
