@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import re
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from reportfed.core.environment import setting
+
+pytest_plugins = ["pytester"]  # tests of this file's own hooks (tests/test_layout.py)
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(setting("REPORTFED_SHARED_DATA") or ROOT.parent / "shared" / "data")
@@ -22,12 +27,65 @@ def shared_file(*parts: str) -> Path:
     return path
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that starts real processes (it asks for :func:`processes`) is slow: the fast run,
+    ``-m "not slow"``, leaves it out."""
+    for item in items:
+        if "processes" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture
+def processes() -> None:
+    """Ask for this to start real processes (Flower's, a browser, ``python -m reportfed``...):
+    the test is then marked slow (:func:`pytest_collection_modifyitems`)."""
+
+
+@pytest.fixture(autouse=True)
+def _no_process_unless_asked(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A test that did not ask for :func:`processes` cannot start one, so the fast run starts
+    none and every test that does is marked slow."""
+    if "processes" in request.fixturenames:
+        return
+    test = request.node.nodeid
+
+    def refuse(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError(f"{test} starts a process: ask for the `processes` fixture")
+
+    monkeypatch.setattr(subprocess.Popen, "_execute_child", refuse)
+    monkeypatch.setattr(os, "fork", refuse)
+
+
+#: how pytest.importorskip says a module did not import
+_NOT_IMPORTED = re.compile(r"could not import '([\w.]+)'")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_collectreport(report: pytest.CollectReport):  # type: ignore[no-untyped-def]
+    """A test file skipped because its extra's module did not import fails instead where that
+    module is installed (a broken extra never hides as a skip)."""
+    yield
+    _fail_a_broken_extra(report)
+
+
+def _fail_a_broken_extra(report: pytest.CollectReport | pytest.TestReport) -> None:
+    if not report.skipped:
+        return
+    found = _NOT_IMPORTED.search(str(report.longrepr))
+    if found and importlib.util.find_spec(found.group(1).split(".")[0]) is not None:
+        report.outcome = "failed"
+        report.longrepr = f"{found.group(0)}, though it is installed: {report.longrepr}"
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # type: ignore[no-untyped-def]
     """A failed test that ran processes (``LoopbackFederation``: SuperLink, SuperNodes, ``flwr
     run``, which ServerApp logs through) shows the end of each process's log in its report."""
     outcome = yield
     report = outcome.get_result()
+    _fail_a_broken_extra(report)
     tmp = getattr(item, "funcargs", {}).get("tmp_path")
     if report.when == "call" and report.failed and tmp is not None:
         for log in sorted(Path(tmp).glob("*.log")):

@@ -80,7 +80,9 @@ def test_embed_prints_throughput_of_new_texts_only(tmp_path, capsys, env) -> Non
     assert "0 distinct sentences embedded (nothing new to embed), 13 from the cache" in err
 
 
-def test_train_from_node_tables_then_label_headerless_input(tmp_path, capsys, env) -> None:
+def test_train_from_node_tables_then_label_headerless_input(
+    processes: None, tmp_path, capsys, env
+) -> None:
     a, b = node_tables(tmp_path, env)
     model, metrics = tmp_path / "m.safetensors", tmp_path / "m.json"
     assert (
@@ -241,7 +243,9 @@ def test_train_iu_simulation_writes_metrics(tmp_path, env) -> None:
     assert "leakfree_accuracy" in summary["test_metrics"]
 
 
-def test_label_with_the_default_model_built_on_first_use(tmp_path, capsys, monkeypatch) -> None:
+def test_label_with_the_default_model_built_on_first_use(
+    processes: None, tmp_path, capsys, monkeypatch
+) -> None:
     # an empty embedding cache, as on a user's first use: fp32 vectors depend slightly on the
     # texts they were batched with, so vectors other tests cached would move the scores
     monkeypatch.setenv("REPORTFED_EMBEDDINGS_CACHE", str(tmp_path / "embeddings"))
@@ -399,8 +403,9 @@ def test_numerics_flags_are_arguments_and_the_environment_the_users_setting(
     assert asked is fp32
 
 
-@pytest.mark.slow
-def test_a_first_label_run_writes_only_where_the_readme_says(tmp_path: Path) -> None:
+def test_a_first_label_run_writes_only_where_the_readme_says(
+    processes: None, tmp_path: Path
+) -> None:
     """Real process, fresh HOME, no REPORTFED_CACHE_DIR: the README's first label command
     (building the default model) writes its output and the user cache (``~/.cache/reportfed``)
     and nothing else under HOME or the working folder: no library's telemetry (OpenVINO's
@@ -429,7 +434,7 @@ def test_a_first_label_run_writes_only_where_the_readme_says(tmp_path: Path) -> 
     assert "work/labeled_reports.csv" in written
 
 
-def test_the_run_report_names_the_labels_it_cannot_draw(tmp_path: Path) -> None:
+def test_the_run_report_names_the_labels_it_cannot_draw(processes: None, tmp_path: Path) -> None:
     """A label whose validation rows hold one class has no AUROC to draw: the page says so
     instead of leaving it out without a word (in a real browser)."""
     from reportfed.pages.run_report import write_report

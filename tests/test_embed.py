@@ -361,10 +361,9 @@ def test_openai_backend_unreachable_is_a_clear_error() -> None:
         emb.embed(["a"])
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize(("backend", "damage"), [("openvino", "truncated"), ("onnx", "empty")])
 def test_a_damaged_export_in_the_user_cache_is_built_anew_once_with_a_warning(
-    tmp_path: Path, backend: str, damage: str
+    processes: None, tmp_path: Path, backend: str, damage: str
 ) -> None:
     """Real processes, as a user types it: ``reportfed embed`` with an ONNX export in the user
     cache cut short (a full disk, a killed export) warns once, naming the folder, builds it

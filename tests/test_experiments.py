@@ -104,7 +104,7 @@ def test_every_experiment_has_its_settings_registered() -> None:
     assert list(_SETTINGS) == list(EXPERIMENTS)
 
 
-def test_the_experiment_runners_help_lists_every_experiment_and_simulate() -> None:
+def test_the_experiment_runners_help_lists_every_experiment_and_simulate(processes: None) -> None:
     import subprocess
     import sys
 
@@ -217,9 +217,8 @@ def test_the_committed_beyond_tables_are_what_its_committed_runs_give(tmp_path) 
         assert (tmp_path / png).read_bytes()[:4] == b"\x89PNG"
 
 
-@pytest.mark.slow
 def test_the_iu_mimic_experiment_runs_on_the_mimic_fixture(
-    tmp_path: Path, embeddings_cache: Path, iu_archive: Path
+    processes: None, tmp_path: Path, embeddings_cache: Path, iu_archive: Path
 ) -> None:
     """The paper's third experiment as a user types it, on a MIMIC-CXR stand-in in PhysioNet's
     layout (tests/data/make_mimic_fixture.py): one IU site, one MIMIC site, its tables and plot."""

@@ -174,7 +174,7 @@ def test_a_new_site_imports_labels_from_the_global_model(
     assert "Fracture" in capsys.readouterr().err
 
 
-def test_a_run_that_fails_says_why_in_one_line_and_exits_1(tmp_path: Path) -> None:
+def test_a_run_that_fails_says_why_in_one_line_and_exits_1(processes: None, tmp_path: Path) -> None:
     """Real processes: a SuperLink no node joins, and ``federation run`` as a user types it. The
     run fails (too few nodes): exit status 1, one ``reportfed: error:`` line last, no traceback,
     and no "global model:" line for a file that was not written."""
@@ -273,7 +273,7 @@ def _running(pid: int) -> bool:
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="Linux's /proc")
-def test_a_killed_node_command_leaves_no_supernode_behind(tmp_path: Path) -> None:
+def test_a_killed_node_command_leaves_no_supernode_behind(processes: None, tmp_path: Path) -> None:
     """SIGKILL (the OOM killer's) reaches no handler of ``federation node``; its SuperNode, which
     would retry a server forever, ends with it all the same."""
     import signal
@@ -314,6 +314,7 @@ def test_a_killed_node_command_leaves_no_supernode_behind(tmp_path: Path) -> Non
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="Linux's /proc")
 def test_a_node_stopped_on_purpose_exits_0_and_its_log_file_has_no_colour_codes(
+    processes: None,
     tmp_path: Path,
 ) -> None:
     """SIGTERM (systemd's stop, ``kill``) is a clean stop, not an error; a log written to a file
@@ -364,7 +365,6 @@ def test_free_ports_lie_below_the_ports_outgoing_connections_take() -> None:
     assert all(LOWEST_PORT <= port < below for port in ports) and len(set(ports)) > 1
 
 
-@pytest.mark.slow
 def test_a_reset_is_a_tls_servers_answer_only_to_a_side_that_did_not_speak_tls() -> None:
     from reportfed.flower.processes import connection_cause
 
@@ -376,6 +376,7 @@ def test_a_reset_is_a_tls_servers_answer_only_to_a_side_that_did_not_speak_tls()
 
 
 def test_a_node_that_cannot_reach_its_server_stops_in_bounded_time_naming_the_cause(
+    processes: None,
     tmp_path: Path,
 ) -> None:
     """Real processes, as a hospital types them: a node with the wrong CA, with --insecure

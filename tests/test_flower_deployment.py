@@ -27,7 +27,7 @@ from .browser import render
 from .flower_nodes import UNION, assert_same, engine_state, write_node_tables
 
 #: real SuperLink and SuperNode processes, minutes each
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.usefixtures("processes")  # every test here: real processes, slow
 
 RUN = {"reports.hidden": "32,16", "reports.seed": 0, "evaluate-every": 0, "min-nodes": 3,
        "round-timeout": 45.0}  # fmt: skip

@@ -30,6 +30,7 @@ def test_only_loopback_hosts_serve_without_a_gateway(host: str, loopback: bool) 
 
 
 def test_the_gateway_forwards_the_node_api_alone_and_nginx_accepts_its_config(
+    processes: None,
     tmp_path: Path,
 ) -> None:
     try:

@@ -9,8 +9,6 @@ import subprocess
 import zipfile
 from pathlib import Path
 
-import pytest
-
 from reportfed.flower.guard import check_bundle
 from reportfed.flower.launch import APP_DIR, run_command
 from tests.loopback import LoopbackFederation
@@ -71,9 +69,8 @@ def test_reportfeds_own_bundle_passes_and_any_other_is_refused_with_its_reason(
     assert not marker.exists()
 
 
-@pytest.mark.slow
 def test_a_run_whose_bundle_carries_code_is_refused_at_every_node(
-    tmp_path: Path, tables: dict[str, Path], embeddings_cache: Path
+    processes: None, tmp_path: Path, tables: dict[str, Path], embeddings_cache: Path
 ) -> None:
     """Real processes: two reportfed nodes, and a run submitted with a bundle whose module
     would write a file on import. Neither node imports it; each answers with the reason, and
@@ -133,9 +130,8 @@ else:
 """
 
 
-@pytest.mark.slow
 def test_another_process_on_the_nodes_machine_cannot_take_its_tasks(
-    tmp_path: Path, tables: dict[str, Path], embeddings_cache: Path
+    processes: None, tmp_path: Path, tables: dict[str, Path], embeddings_cache: Path
 ) -> None:
     """The SuperNode's runtime API hands out the node's tasks only to a request signed with the
     secret its guard holds (Flower's SuperExec authentication): a second local process that

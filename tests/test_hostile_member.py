@@ -139,6 +139,7 @@ LIES: dict[str, tuple[Callable[[Message], Message], str]] = {
 
 @pytest.mark.parametrize("lie", list(LIES))
 def test_one_lying_member_is_refused_in_one_line_and_the_others_finish(
+    processes: None,
     lie: str,
     tables: dict[str, Path],
     embeddings_cache: Path,
@@ -181,7 +182,7 @@ def test_one_lying_member_is_refused_in_one_line_and_the_others_finish(
 
 
 def test_a_definition_that_backtracks_forever_is_read_in_linear_time(
-    tables: dict[str, Path], embeddings_cache: Path, tmp_path: Path
+    processes: None, tables: dict[str, Path], embeddings_cache: Path, tmp_path: Path
 ) -> None:
     """A pattern that a backtracking engine runs in exponential time on a line of 'a's (Python's
     ``re`` takes longer than the age of the universe on 100 of them) is admitted, since it is

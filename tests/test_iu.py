@@ -43,8 +43,7 @@ def test_corrupted_cached_copy_is_discarded(tmp_path, monkeypatch) -> None:
     assert not (tmp_path / iu.IU_FILENAME).exists()
 
 
-@pytest.mark.slow
-def test_wheel_route_on_a_fresh_cache(tmp_path, monkeypatch) -> None:
+def test_wheel_route_on_a_fresh_cache(processes: None, tmp_path, monkeypatch) -> None:
     """Fetches torchxrayvision's wheel from PyPI (no install) and reads the archive out of it."""
     monkeypatch.delenv(iu.ENV_VAR, raising=False)
     monkeypatch.setenv("REPORTFED_CACHE_DIR", str(tmp_path))

@@ -9,6 +9,8 @@ import ast
 import re
 from pathlib import Path
 
+import pytest
+
 from .conftest import ROOT
 
 #: the product's folders by layer, bottom first; a module may import its own layer or lower ones
@@ -153,3 +155,37 @@ def test_every_file_the_package_reads_is_in_its_wheel() -> None:
         if not held:
             missing.append(str(inside))
     assert missing == []
+
+
+def test_a_test_that_starts_a_process_without_asking_fails_and_one_that_asks_is_slow(
+    pytester: pytest.Pytester, processes: None
+) -> None:
+    """The fast run starts no process: starting one needs the ``processes`` fixture, which marks
+    the test slow; a skip for an installed module that does not import is a failure."""
+    hooks = "_no_process_unless_asked, processes, pytest_collection_modifyitems"
+    pytester.makeconftest(f"from tests.conftest import {hooks}, pytest_runtest_makereport")
+    pytester.makepyfile(
+        test_inner="""
+        import subprocess, sys
+        import pytest
+
+        def test_unasked():
+            subprocess.run([sys.executable, "-c", "pass"])
+
+        def test_asked(processes):
+            subprocess.run([sys.executable, "-c", "pass"], check=True)
+
+        def test_broken_extra():
+            pytest.importorskip("json.no_such_module")
+
+        def test_missing_extra():
+            pytest.importorskip("no_such_distribution_at_all")
+        """
+    )
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-p", "no:benchmark", "-rA")
+    result.assert_outcomes(passed=1, failed=2, skipped=1)
+    result.stdout.fnmatch_lines(["*test_unasked*starts a process*processes*"])
+    slow = pytester.runpytest_inprocess(
+        "-p", "no:cacheprovider", "-p", "no:benchmark", "-m", "slow"
+    )
+    slow.assert_outcomes(passed=1, deselected=3)

@@ -42,7 +42,7 @@ def fixture_root(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[s
 
 
 def test_corpus_mimic_writes_the_labelled_sections_and_their_states(
-    fixture_root: tuple[Path, dict], tmp_path: Path
+    processes: None, fixture_root: tuple[Path, dict], tmp_path: Path
 ) -> None:
     root, made = fixture_root
     done = corpus("--root", str(root), "--out", "mimic.csv", cwd=tmp_path)
@@ -71,7 +71,7 @@ def test_corpus_mimic_writes_the_labelled_sections_and_their_states(
 
 
 def test_corpus_mimic_adds_the_findings_a_hospital_defines_as_the_rules_read_them(
-    fixture_root: tuple[Path, dict], tmp_path: Path
+    processes: None, fixture_root: tuple[Path, dict], tmp_path: Path
 ) -> None:
     from reportfed.text.findings import read_findings
     from reportfed.text.states import rule_states
@@ -89,7 +89,9 @@ def test_corpus_mimic_adds_the_findings_a_hospital_defines_as_the_rules_read_the
     assert any(line.split()[:2] == ["Hiatal", "hernia"] for line in done.stderr.splitlines())
 
 
-def test_split_labeler_sections_sample(fixture_root: tuple[Path, dict], tmp_path: Path) -> None:
+def test_split_labeler_sections_sample(
+    processes: None, fixture_root: tuple[Path, dict], tmp_path: Path
+) -> None:
     root, made = fixture_root
     test_studies = {r["study_id"] for r in made["split"] if r["split"] == "test"}
     done = corpus("--root", str(root), "--out", "t.csv", "--split", "test", cwd=tmp_path)
@@ -135,7 +137,7 @@ def _error(done: subprocess.CompletedProcess[str]) -> str:
     return lines[-1]
 
 
-def test_wrong_inputs_end_in_one_error_line(tmp_path: Path) -> None:
+def test_wrong_inputs_end_in_one_error_line(processes: None, tmp_path: Path) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
     assert "no mimic-cxr-2.0.0-chexpert.csv.gz" in _error(
@@ -200,7 +202,9 @@ def _rewrite_labels(root: Path, edit) -> None:  # type: ignore[no-untyped-def]
     edit(frame).to_csv(path, index=False, compression="gzip")
 
 
-def test_a_study_labelled_twice_is_refused_naming_it_and_its_lines(tmp_path: Path) -> None:
+def test_a_study_labelled_twice_is_refused_naming_it_and_its_lines(
+    processes: None, tmp_path: Path
+) -> None:
     """A label file that repeats a study's row (concatenated, exported again) used to shift
     every later study's labels by one; the join is by study id, and a repeat is refused."""
     root, _ = _fresh(tmp_path)
@@ -231,7 +235,7 @@ def test_labels_join_their_reports_by_study_id_whatever_the_rows_order_or_s(
 
 
 def test_a_linked_folder_an_oversized_and_an_unreadable_report_are_named_not_doubled(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    processes: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root, _ = _fresh(tmp_path)
     groups = sorted((root / "files").iterdir())
@@ -263,7 +267,9 @@ def test_a_linked_folder_an_oversized_and_an_unreadable_report_are_named_not_dou
     assert victim.stem[1:] not in {study for study, _, _ in kept}
 
 
-def test_an_empty_result_says_whether_the_ids_or_the_split_left_nothing(tmp_path: Path) -> None:
+def test_an_empty_result_says_whether_the_ids_or_the_split_left_nothing(
+    processes: None, tmp_path: Path
+) -> None:
     root, _ = _fresh(tmp_path)
     _rewrite_labels(root, lambda f: f.assign(study_id=lambda g: "9" + g["study_id"]))
     done = corpus("--root", str(root), "--out", "m.csv", cwd=tmp_path)

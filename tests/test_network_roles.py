@@ -19,7 +19,7 @@ from reportfed.flower.launch import write_flwr_config
 
 from .netns import Link, can_make_namespaces
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.usefixtures("processes")  # every test here: real processes, slow
 
 #: the port the nodes reach, on every address of the server (``federation server``'s default)
 PUBLIC_PORT = 9092

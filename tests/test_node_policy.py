@@ -96,7 +96,11 @@ def test_a_run_cannot_choose_where_a_nodes_text_goes(
 
 
 def test_a_nodes_own_remote_embedder_needs_its_own_explicit_option(
-    stand_in: list[str], tables: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    processes: None,
+    stand_in: list[str],
+    tables: dict[str, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     """A node started with an API embedder, or a hub model not on its disk, sends nothing
     without --allow-remote-embedder: the API one is refused before the node starts, the hub one

@@ -17,7 +17,9 @@ HOSTILE = "Tom & \"Jerry\" 'x' <script>document.title='owned'</script>"
 ESCAPED = "Tom &amp; \"Jerry\" 'x' &lt;script&gt;document.title='owned'&lt;/script&gt;"
 
 
-def test_the_review_page_shows_a_hostile_label_and_report_as_text(tmp_path: Path) -> None:
+def test_the_review_page_shows_a_hostile_label_and_report_as_text(
+    processes: None, tmp_path: Path
+) -> None:
     page = ReviewPage(["Edema", HOSTILE])
     text = f"No edema. {HOSTILE} is seen."
     evidence = pd.DataFrame(
@@ -44,6 +46,7 @@ def test_the_review_page_shows_a_hostile_label_and_report_as_text(tmp_path: Path
 
 
 def test_the_run_report_shows_hostile_names_as_text_and_who_annotates_and_reads(
+    processes: None,
     tmp_path: Path,
 ) -> None:
     history = [

@@ -52,7 +52,7 @@ def test_input_errors_are_value_errors_as_scikit_learn_raises() -> None:
         assert issubclass(getattr(reportfed, error), ValueError), error
 
 
-def test_importing_reportfed_loads_no_torch_nor_scikit_learn() -> None:
+def test_importing_reportfed_loads_no_torch_nor_scikit_learn(processes: None) -> None:
     code = (
         "import sys, reportfed; reportfed.__version__; "
         "print(sorted(m for m in ('torch', 'sklearn', 'pandas', 'transformers') if m in sys.modules))"

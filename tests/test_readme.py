@@ -187,10 +187,9 @@ def _stop_group(pgid: int) -> None:
     os.killpg(pgid, signal.SIGKILL)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("block", BASH, ids=[b.id for b in BASH])
 def test_bash_block_runs_as_written(
-    block: Block, workspace: Path, iu_archive: Path, request: pytest.FixtureRequest
+    processes: None, block: Block, workspace: Path, iu_archive: Path, request: pytest.FixtureRequest
 ) -> None:
     pytest.importorskip("flwr")
     if block is not BASH[0]:  # the first command builds the default model from nothing
@@ -217,9 +216,8 @@ def test_bash_block_runs_as_written(
         assert "round 2: accepted ['hospital_a', 'hospital_b']" in done.stdout
 
 
-@pytest.mark.slow
 def test_python_blocks_run_as_files_in_order(
-    workspace: Path, iu_archive: Path, default_model: Path
+    processes: None, workspace: Path, iu_archive: Path, default_model: Path
 ) -> None:
     """Each Python block is saved as a file and run with ``python file.py``, as a user runs it,
     one after the other in one folder (a later block reads what an earlier one wrote); what a

@@ -48,9 +48,8 @@ def _shown(dom: str) -> list[str]:
     return re.findall(r'<article data-id="([^"]+)"', dom)
 
 
-@pytest.mark.slow
 def test_the_review_page_of_the_example_reports_and_its_filters(
-    labelling, tmp_path, monkeypatch
+    processes: None, labelling, tmp_path, monkeypatch
 ) -> None:  # type: ignore[no-untyped-def]
     (tmp_path / "examples").mkdir()
     shutil.copy(EXAMPLES, tmp_path / "examples")
@@ -84,9 +83,8 @@ def test_the_review_page_of_the_example_reports_and_its_filters(
     ]
 
 
-@pytest.mark.slow
 def test_the_review_page_of_ten_thousand_reports_opens_a_page_at_a_time(
-    labelling, tmp_path
+    processes: None, labelling, tmp_path
 ) -> None:  # type: ignore[no-untyped-def]
     table, _ = labelling
     texts = (table.texts * (10_000 // len(table.texts) + 1))[:10_000]
@@ -117,8 +115,7 @@ def test_the_review_page_of_ten_thousand_reports_opens_a_page_at_a_time(
     assert Path(page).stat().st_size < 60e6
 
 
-@pytest.mark.slow
-def test_no_report_text_can_end_the_pages_data(labelling, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_no_report_text_can_end_the_pages_data(processes: None, labelling, tmp_path) -> None:  # type: ignore[no-untyped-def]
     """Report texts that would close or re-open the page's data block (``</script>``, an HTML
     comment opening a script) are shown as text, and every report is on the page."""
     texts = [
@@ -138,9 +135,8 @@ def test_no_report_text_can_end_the_pages_data(labelling, tmp_path) -> None:  # 
     assert "&lt;!--&lt;script&gt;" in dom and "&lt;b&gt;bold&lt;/b&gt;" in dom
 
 
-@pytest.mark.slow
 def test_a_reader_corrects_states_keeps_them_and_trains_a_site_on_them(
-    labelling, tables, tmp_path, monkeypatch, capsys
+    processes: None, labelling, tables, tmp_path, monkeypatch, capsys
 ) -> None:  # type: ignore[no-untyped-def]
     """On the examples' page a reader corrects two states (one with the mouse, one with the
     keyboard), the page marks them and keeps them across a reload, and the download is a site

@@ -16,7 +16,9 @@ def _closed_port() -> int:
         return int(s.getsockname()[1])
 
 
-def test_a_library_user_redirects_or_silences_reportfeds_log(tmp_path: Path) -> None:
+def test_a_library_user_redirects_or_silences_reportfeds_log(
+    processes: None, tmp_path: Path
+) -> None:
     port = _closed_port()
     script = tmp_path / "user.py"
     script.write_text(
@@ -41,7 +43,9 @@ def test_a_library_user_redirects_or_silences_reportfeds_log(tmp_path: Path) -> 
     assert done.stderr == ""  # nothing printed behind the user's back
 
 
-def test_the_command_line_shows_the_librarys_notes_on_stderr(tmp_path: Path) -> None:
+def test_the_command_line_shows_the_librarys_notes_on_stderr(
+    processes: None, tmp_path: Path
+) -> None:
     port = _closed_port()
     done = subprocess.run(
         ["reportfed", "federation", "run", "--insecure", "--superlink", f"127.0.0.1:{port}",

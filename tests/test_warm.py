@@ -71,9 +71,8 @@ def serve_as_a_supernode(table: str, cache: str) -> None:
     print(json.dumps(found))
 
 
-@pytest.mark.slow
 def test_the_warm_process_answers_as_the_clientapp_and_stops_with_the_node(
-    tmp_path, iu_archive
+    processes: None, tmp_path, iu_archive
 ) -> None:  # type: ignore[no-untyped-def]
     from .flower_nodes import write_node_tables
 
