@@ -1,10 +1,13 @@
 """The model ``reportfed label`` uses when given none: built once from the IU corpus, then reused.
 
-It is a federated run of two simulated IID sites sharing all 14 CheXpert labels on every IU
-report (MeSH-derived labels), sentence-level, with the default embedder and the paper's
-hyperparameters (:data:`~reportfed.core.config.PAPER`: two sites holding every label need neither
-knowledge transfer nor template sentences, and it builds in seconds on first use), cached in the
-user cache directory. Its thresholds are chosen for F1 on the sites' validation rows.
+It is a federated run of two simulated IID sites sharing all 14 CheXpert labels on the IU
+reports with every label annotated (MeSH-derived labels, :func:`~reportfed.data.iu.load_iu`),
+sentence-level, with the default embedder and the paper's hyperparameters
+(:data:`~reportfed.core.config.PAPER`: two sites holding every label need neither knowledge
+transfer nor template sentences, and it builds in seconds on first use), cached in the user
+cache directory. Its thresholds are each label's best F1 over every annotated row, its
+calibration is fitted on the sites' held-out rows with the text rules' mentions
+(:func:`~reportfed.text.calibration.labelling_rules`).
 
 ``reportfed label`` reads it with :class:`~reportfed.reader.ReportReader` (no torch, no
 scikit-learn); :func:`load_default_model` gives the :class:`~reportfed.labeler.ReportLabeler`.

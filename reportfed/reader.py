@@ -240,7 +240,7 @@ class ReportReader:
     # -- prediction --------------------------------------------------------------------------
     def _check_fitted(self) -> None:
         if not hasattr(self, "state_"):
-            raise ReportfedError("this ReportLabeler is not fitted: call fit() or load()")
+            raise ReportfedError("this ReportReader holds no model: ReportReader.load(path)")
 
     def predict_scores_embeddings(self, x: np.ndarray) -> np.ndarray:
         """The model's presence scores for precomputed embeddings ``x`` (no fingerprint check)."""
@@ -336,8 +336,10 @@ class ReportReader:
         return self._stack([self._proba_states(r)[0] for r in self._read(texts)])
 
     def predict(self, texts: Sequence[str]) -> np.ndarray:
-        """0/1 presence: the model's score at the stored per-label thresholds (chosen for F1 on
-        the validation rows)."""
+        """0/1 presence: the model's score at the stored per-label thresholds (each label's best
+        F1 over every annotated row of the fit, :func:`~reportfed.text.calibration.labelling_rules`;
+        the held-out quality in the provenance is measured at thresholds the held-out rows did
+        not choose)."""
         return (self.predict_scores(texts) >= self.thresholds_).astype(np.float32)
 
     def predict_states(self, texts: Sequence[str]) -> np.ndarray:

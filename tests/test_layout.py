@@ -189,3 +189,47 @@ def test_a_test_that_starts_a_process_without_asking_fails_and_one_that_asks_is_
         "-p", "no:cacheprovider", "-p", "no:benchmark", "-m", "slow"
     )
     slow.assert_outcomes(passed=1, deselected=3)
+
+
+#: the product modules no test imports by name, each with the test file that reaches it and a
+#: word of that file that shows how (a command, a flag, a file it writes); every other module
+#: is imported by some test
+REACHED_THROUGH = {
+    "reportfed.__main__": ("test_cli.py", '"-m", "reportfed"'),
+    "reportfed.cli.data": ("test_cli.py", '["corpus"'),
+    "reportfed.cli.label": ("test_cli.py", '"label"'),
+    "reportfed.cli.options": ("test_cli.py", "reportfed: warning:"),
+    "reportfed.cli.train": ("test_cli.py", '"train"'),
+    "reportfed.core.characters": ("test_behaviour.py", "invisible characters"),
+    "reportfed.core.paths": ("test_cli.py", "REPORTFED_CACHE_DIR"),
+    "reportfed.core.public": ("test_public_api.py", "__all__"),
+    "reportfed.core.telemetry": ("test_cli.py", "telemetry"),
+    "reportfed.embed.base": ("test_embed.py", "minilm"),
+    "reportfed.embed.local": ("test_embed.py", "minilm"),
+    "reportfed.embed.onnx": ("test_embed.py", "onnx-int8"),
+    "reportfed.embed.openai_api": ("test_embed.py", "api_server"),
+    "reportfed.flower.logs": ("test_flower_deployment.py", "this node cannot answer"),
+    "reportfed.flower.run_checks": ("test_federation_cli.py", "dp-noise"),
+    "reportfed.flower.secure": ("test_secure.py", "secure"),
+    "reportfed.flower.secure_round": ("test_secure.py", "secure"),
+    "reportfed.flower.warm": ("test_warm.py", "warm"),
+    "reportfed.nn": ("test_vision.py", "to_arrays"),
+    "reportfed.pages": ("test_pages.py", "review"),
+    "reportfed.text": ("test_states.py", "reportfed.text"),
+    "reportfed.text.language": ("test_behaviour.py", "bilingual"),
+    "reportfed.vision.node": ("test_node.py", "images"),
+}
+
+
+def test_every_product_module_is_tested_by_name_or_through_a_named_test() -> None:
+    """The tests do not mirror the package folder by folder; instead each module is imported by
+    some test, or :data:`REACHED_THROUGH` names the test file that reaches it and how."""
+    tests = {path.name: path.read_text() for path in (ROOT / "tests").rglob("*.py")}
+    imported = {name for module in imports("tests").values() for name in module}
+    for module in imports("reportfed"):
+        if module in imported:
+            assert module not in REACHED_THROUGH, f"{module} is imported by a test: unlist it"
+            continue
+        assert module in REACHED_THROUGH, f"no test imports {module}: test it, or map it here"
+        file, word = REACHED_THROUGH[module]
+        assert word in tests.get(file, ""), f"{file} does not show how it reaches {module}"
