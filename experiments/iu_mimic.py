@@ -38,6 +38,17 @@ PROTOCOL = Protocol(n_nodes=2)
 
 
 @dataclass(frozen=True)
+class MimicSite:
+    """What the experiment reads: a MIMIC-CXR copy's ``root``, how many of its train reports the
+    MIMIC site holds, and how many of IU's the IU site holds (``None``: all of them; fewer make
+    a trial or a test quick), each drawn once with seed 0."""
+
+    root: Path
+    reports: int = MIMIC_REPORTS
+    iu_reports: int | None = None
+
+
+@dataclass(frozen=True)
 class TwoHospitals:
     """Both sites' rows, IU's first: report embeddings, sentence bags, labels over ``labels``,
     what the text rules read, and each row's site (0 IU, 1 MIMIC)."""
@@ -58,10 +69,18 @@ def _pad(bags: np.ndarray, sentences: int) -> np.ndarray:
 
 
 @cache
-def two_hospitals(root: str, reports: int = MIMIC_REPORTS) -> TwoHospitals:
-    """IU's site and a MIMIC site of ``reports`` reports from ``root`` (all where fewer)."""
+def two_hospitals(site: MimicSite) -> TwoHospitals:
+    """IU's site and a MIMIC site as ``site`` says (all the reports where there are fewer)."""
     x_iu, y_iu, labels, _, _ = iu_data("minilm")
     bags_iu = iu_data("minilm", granularity="sentence")[0]
+    iu_rows = np.sort(np.random.default_rng(0).permutation(len(x_iu))[: site.iu_reports])
+    x_iu, y_iu, bags_iu, read_iu = (
+        x_iu[iu_rows],
+        y_iu[iu_rows],
+        bags_iu[iu_rows],
+        iu_read()[iu_rows],
+    )
+    root, reports = site.root, site.reports
     mimic = load_mimic(root, split="train", sections="report").select_labels(list(CHEXPERT_13))
     rows = np.sort(np.random.default_rng(0).permutation(len(mimic))[:reports])
     texts = [" ".join(findings_sentences(mimic.texts[i])) for i in rows]
@@ -76,16 +95,16 @@ def two_hospitals(root: str, reports: int = MIMIC_REPORTS) -> TwoHospitals:
         bags=np.concatenate([_pad(bags_iu, longest), _pad(bags_mimic, longest)]),
         y=np.concatenate([y_iu, y_mimic]).astype(np.float32),
         labels=labels,
-        read=np.concatenate([iu_read(), read_labels(texts, list(labels))]),
+        read=np.concatenate([read_iu, read_labels(texts, list(labels))]),
         site=np.repeat([0, 1], [len(x_iu), len(x_mimic)]),
     )
 
 
-def iu_mimic(n_shared: int, root: Path, reports: int) -> Callable[[int], Scenario]:
+def iu_mimic(n_shared: int, site: MimicSite) -> Callable[[int], Scenario]:
     """The repeats of one setting: ``n_shared`` findings at both sites (the module docstring)."""
 
     def build(seed: int) -> Scenario:
-        data = two_hospitals(str(root), reports)
+        data = two_hospitals(site)
         rng = np.random.default_rng(seed)
         train, test = [], []
         for k in (0, 1):

@@ -54,7 +54,7 @@ from experiments.beyond import (
     f1_table,
     sweep_plot,
 )
-from experiments.iu_mimic import MIMIC_REPORTS, iu_mimic
+from experiments.iu_mimic import MIMIC_REPORTS, MimicSite, iu_mimic
 from experiments.protocol import Protocol, scenario
 from experiments.runner import (
     CENTRALS,
@@ -258,7 +258,7 @@ class Asked:
     MIMIC-CXR copy's root and how many of its reports to draw (``--mimic-root``)."""
 
     embedders: Sequence[str] = ()
-    mimic: tuple[Path, int] | None = None
+    mimic: MimicSite | None = None
 
 
 #: the settings of an experiment and its plot's x-axis label, from what was asked
@@ -280,7 +280,7 @@ def experiment(name: str) -> Callable[[SettingsFn], SettingsFn]:
 
 
 def settings_for(
-    name: str, embedders: Sequence[str], mimic: tuple[Path, int] | None = None
+    name: str, embedders: Sequence[str], mimic: MimicSite | None = None
 ) -> tuple[list[Setting], str]:
     """The settings of an experiment and its plot x-axis label; ``mimic`` (a MIMIC-CXR copy's
     root and how many of its reports) makes ``noniid`` the paper's IU + MIMIC experiment."""
@@ -343,7 +343,7 @@ def _noniid_settings(asked: Asked) -> tuple[list[Setting], str]:
                 Setting(
                     f"iu+mimic shared={s}",
                     s,
-                    iu_mimic(s, *asked.mimic),
+                    iu_mimic(s, asked.mimic),
                     (REFERENCE, *BASELINES, "local-heads", DEFAULTS)
                     if s in (0, 13)
                     else (REFERENCE, DEFAULTS),
@@ -541,15 +541,15 @@ def beyond_tables(
     )
 
 
-def title(name: str, tag: str, mimic: tuple[Path, int] | None) -> str:
+def title(name: str, tag: str, mimic: MimicSite | None) -> str:
     """An experiment's table title; ``noniid``'s says which hospitals its two sites are."""
     if name != "noniid":
         return f"Experiment: {tag}"
     if mimic is not None:
-        kind = "a stand-in, not MIMIC-CXR" if stand_in(mimic[0]) else "MIMIC-CXR"
+        kind = "a stand-in, not MIMIC-CXR" if stand_in(mimic.root) else "MIMIC-CXR"
         return (
-            f"Experiment: {tag} (one IU site and one MIMIC-CXR site, {mimic[1]} reports of "
-            f"{mimic[0]}: {kind})"
+            f"Experiment: {tag} (one IU site and one MIMIC-CXR site, {mimic.reports} reports of "
+            f"{mimic.root}: {kind})"
         )
     return (
         f"Experiment: {tag} (IU stand-in: both sites built from IU's reports; --mimic-root runs "
@@ -603,6 +603,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         f"{MIMIC_REPORTS}, as many as IU's site)",
     )
     parser.add_argument(
+        "--iu-reports",
+        type=int,
+        default=None,
+        help="noniid with --mimic-root: reports of the IU site, drawn once (default: all of IU's "
+        "fully annotated ones; fewer make a quick trial)",
+    )
+    parser.add_argument(
         "--tables-only",
         action="store_true",
         help="write the tables and plots from the runs stored in --out, training nothing "
@@ -611,7 +618,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.mimic_root is not None and args.name != "noniid":
         raise ReportfedError("--mimic-root is the noniid experiment's")
-    mimic = None if args.mimic_root is None else (args.mimic_root, args.mimic_reports)
+    mimic = (
+        None
+        if args.mimic_root is None
+        else MimicSite(args.mimic_root, args.mimic_reports, args.iu_reports)
+    )
     if mimic is not None and not args.mimic_root.is_dir():
         raise ReportfedError(f"--mimic-root {args.mimic_root}: no such folder")
     settings, xlabel = settings_for(args.name, args.embedder, mimic)
@@ -644,7 +655,9 @@ def main(argv: Sequence[str] | None = None) -> None:
             f"\n\nThe MIMIC-CXR site: {args.mimic_reports} reports drawn once (seed 0) from the "
             "official train split, the CheXpert labeler's labels (-1 and blank as 0, as in the "
             "papers), the text read through reportfed's sentence splitter and section scope; "
-            "the IU site: IU's reports. Each site's test rows join one test set."
+            "the IU site: "
+            + ("IU's reports" if args.iu_reports is None else f"{args.iu_reports} of IU's reports")
+            + ". Each site's test rows join one test set."
         )
     if args.name == "paper":
         text_notes += "\n\nPaper (Shah et al., MIDL 2025, private radiologist labels): central 91.67%, K=2 89.98%, K=10 74.73%."
