@@ -137,6 +137,17 @@ LIES: dict[str, tuple[Callable[[Message], Message], str]] = {
 }
 
 
+def _label(model: Path, reports: Path, labels: Path, embeddings_cache: Path) -> None:
+    """``reportfed label --model`` in its own process, as a hospital labels with the model."""
+    done = subprocess.run(
+        [sys.executable, "-m", "reportfed", "label", "--model", str(model), "--reports",
+         str(reports), "--out", str(labels)],
+        capture_output=True, text=True, timeout=300,
+        env={**os.environ, "REPORTFED_EMBEDDINGS_CACHE": str(embeddings_cache)},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
 @pytest.mark.parametrize("lie", list(LIES))
 def test_one_lying_member_is_refused_in_one_line_and_the_others_finish(
     processes: None,
@@ -171,13 +182,7 @@ def test_one_lying_member_is_refused_in_one_line_and_the_others_finish(
     pd.DataFrame({"Reports": ["Mild cardiomegaly. No pleural effusion.", "a" * 30 + "!"]}).to_csv(
         reports, index=False
     )
-    done = subprocess.run(
-        [sys.executable, "-m", "reportfed", "label", "--model", str(out / server_app.MODEL_FILE),
-         "--reports", str(reports), "--out", str(tmp_path / "labels.csv")],
-        capture_output=True, text=True, timeout=300,
-        env={**os.environ, "REPORTFED_EMBEDDINGS_CACHE": str(embeddings_cache)},
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-2000:]
+    _label(out / server_app.MODEL_FILE, reports, tmp_path / "labels.csv", embeddings_cache)
     assert pd.read_csv(tmp_path / "labels.csv")["Cardiomegaly"].tolist()[0] == 1.0
 
 
@@ -211,13 +216,7 @@ def test_a_definition_that_backtracks_forever_is_read_in_linear_time(
     reports = tmp_path / "reports.csv"
     lines = ["There is " + "a" * 100 + "!", "There is " + "a" * 10_000]
     pd.DataFrame({"Reports": lines}).to_csv(reports, index=False)
-    done = subprocess.run(
-        [sys.executable, "-m", "reportfed", "label", "--model", str(out / server_app.MODEL_FILE),
-         "--reports", str(reports), "--out", str(tmp_path / "labels.csv")],
-        capture_output=True, text=True, timeout=300,
-        env={**os.environ, "REPORTFED_EMBEDDINGS_CACHE": str(embeddings_cache)},
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-2000:]
+    _label(out / server_app.MODEL_FILE, reports, tmp_path / "labels.csv", embeddings_cache)
     echo = pd.read_csv(tmp_path / "labels.csv")["Echo"].tolist()
     assert np.isnan(echo[0]) and echo[1] == 1.0
 
