@@ -195,6 +195,7 @@ def test_a_run_that_fails_says_why_in_one_line_and_exits_1(processes: None, tmp_
         "reportfed: error: only 0 of 2 nodes connected after 1 s (--min-nodes, --join-timeout)"
     )
     assert "Traceback" not in done.stdout + done.stderr
+    assert "\x1b[" not in done.stderr  # Flower's log, relayed, carries no colour off a terminal
     assert (
         "global model:" not in done.stdout + done.stderr
         and not (out / "global.safetensors").exists()

@@ -19,7 +19,6 @@ import argparse
 import json
 import os
 import signal
-import subprocess
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -325,7 +324,7 @@ def _run_config(args: argparse.Namespace) -> dict[str, schema.Scalar]:
 def cmd_run(args: argparse.Namespace) -> None:
     from reportfed.flower.identity import registered_names
     from reportfed.flower.launch import run_command, write_flwr_config
-    from reportfed.flower.processes import wait_for_server
+    from reportfed.flower.processes import supervise, wait_for_server
     from reportfed.flower.server_app import FAILURE_FILE, HISTORY_FILE, MODEL_FILE
     from reportfed.flower.strategy import RELIABLE_ROWS, SECURE_MIN_NODES
     from reportfed.pages.run_report import REPORT_FILE
@@ -348,11 +347,16 @@ def cmd_run(args: argparse.Namespace) -> None:
     say("$ " + " ".join(cmd))
     out = Path(args.out)
     (out / FAILURE_FILE).unlink(missing_ok=True)
-    done = subprocess.run(cmd, env=env, check=False)
+    status, _ = supervise(cmd, env)  # its log on stderr, colour on a terminal only
     if (out / FAILURE_FILE).is_file():
         raise RunFailedError((out / FAILURE_FILE).read_text())
-    if done.returncode != 0:
-        raise RunFailedError(f"flwr run exited with {done.returncode} (its log is above)")
+    if status in (-signal.SIGTERM, -signal.SIGINT):
+        raise RunFailedError(
+            f"stopped following the run ({signal.Signals(-status).name}); the server goes on "
+            f"with it and writes its model to {out}"
+        )
+    if status != 0:
+        raise RunFailedError(f"flwr run exited with {status} (its log is above)")
     if not (out / MODEL_FILE).is_file():
         raise RunFailedError(f"the run wrote no global model to {out} (its log is above)")
     history = json.loads((out / HISTORY_FILE).read_text()) if (out / HISTORY_FILE).is_file() else []
