@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -53,6 +54,8 @@ class LoopbackFederation:
         self.address = f"127.0.0.1:{self.port}"
         #: each node's runtime API port, by name
         self.node_ports: dict[str, int] = {}
+        #: the nodes the SuperLink should activate (``run`` waits for them)
+        self.admitted: list[str] = []
 
     def _spawn(self, name: str, cmd: list[str]) -> subprocess.Popen[bytes]:
         log = open(self.root / f"{name}.log", "wb")  # noqa: SIM115 - closed with the process
@@ -85,10 +88,17 @@ class LoopbackFederation:
         return keys
 
     def add_node(
-        self, name: str, data: Path, key: NodeKeys | None = None, **node_config: Value
+        self,
+        name: str,
+        data: Path,
+        key: NodeKeys | None = None,
+        admitted: bool = True,
+        **node_config: Value,
     ) -> None:
         """Start a SuperNode reading ``data`` (more node config as keywords). With TLS it
-        authenticates with ``key``; without one, a key is made and registered for it first."""
+        authenticates with ``key``; without one, a key is made and registered for it first.
+        ``admitted=False``: a node the SuperLink is expected to refuse, which ``run`` does not
+        wait for."""
         if not self.insecure and key is None:
             key = self.register(name)
         self.node_ports[name] = port = free_port()
@@ -101,14 +111,35 @@ class LoopbackFederation:
             key=None if key is None else key.private,
         )
         self._spawn(f"node-{name}", cmd)
+        if admitted:
+            self.admitted.append(name)
+
+    def wait_for_nodes(self, timeout: float = 300.0) -> None:
+        """Wait until the SuperLink has activated every admitted node (its log says
+        ``SuperNode ID``), so that a run registers them all, however slowly a loaded machine
+        starts them; raises with the node's log if one ends or the wait runs out."""
+        deadline = time.monotonic() + timeout
+        for name in self.admitted:
+            proc = self.procs[f"node-{name}"]
+            while "SuperNode ID:" not in self.log(f"node-{name}"):
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    state = (
+                        "ended" if proc.poll() is not None else f"not active after {timeout:g} s"
+                    )
+                    raise RuntimeError(
+                        f"node {name!r} {state}:\n{self.log(f'node-{name}')[-4000:]}"
+                    )
+                time.sleep(0.5)
 
     def kill_node(self, name: str) -> None:
         """SIGKILL a node's process group (a hospital going dark)."""
         os.killpg(self.procs[f"node-{name}"].pid, signal.SIGKILL)
 
     def run(self, run_config: Mapping[str, Value], timeout: float = 3600.0) -> str:
-        """``flwr run`` to completion; returns its output, streamed to ``flwr-run.log`` as it
-        comes (raises on failure or timeout)."""
+        """``flwr run`` to completion, once every admitted node is active; returns its output,
+        streamed to ``flwr-run.log`` as it comes (raises on failure or timeout)."""
+        if self.simulation_nodes is None:
+            self.wait_for_nodes()
         path = self.root / "flwr-run.log"
         with open(path, "wb") as log:
             done = subprocess.run(

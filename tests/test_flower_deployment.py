@@ -50,7 +50,9 @@ def test_registered_hospitals_over_tls_refuse_an_intruder_and_resume_under_secur
             cluster.add_node(name, tables[name], **{"cache-dir": str(embeddings_cache)})
         # a process holding the CA certificate and a key of its own, never registered
         intruder = generate_node_keys(tmp_path / "intruder", "x")
-        cluster.add_node("x", tables["a"], key=intruder, **{"cache-dir": str(embeddings_cache)})
+        cluster.add_node(
+            "x", tables["a"], key=intruder, admitted=False, **{"cache-dir": str(embeddings_cache)}
+        )
         cluster.run({**run, "reports.rounds": 2, "min-nodes": 3})
         assert json.loads((out / HISTORY_FILE).read_text())[-1]["round"] == 2
         two = ReportLabeler.load(out / MODEL_FILE, progress=False)

@@ -87,6 +87,7 @@ def test_a_run_whose_bundle_carries_code_is_refused_at_every_node(
     with LoopbackFederation(tmp_path) as cluster:
         for name in ("a", "b"):
             cluster.add_node(name, tables[name], **{"cache-dir": str(embeddings_cache)})
+        cluster.wait_for_nodes()
         config = {"min-nodes": 2, "reports.rounds": 1, "out": str(tmp_path / "hostile-run")}
         done = subprocess.run(
             run_command(config, app_dir=hostile), env=cluster.env, cwd=tmp_path,
@@ -138,14 +139,10 @@ def test_another_process_on_the_nodes_machine_cannot_take_its_tasks(
     asks for a task, as Flower's own SuperExec would, is refused; the guard's signature is
     answered."""
     import sys
-    import time
 
     with LoopbackFederation(tmp_path) as cluster:
         cluster.add_node("a", tables["a"], **{"cache-dir": str(embeddings_cache)})
-        deadline = time.monotonic() + 120
-        while "SuperNode ID:" not in cluster.log("node-a"):
-            assert time.monotonic() < deadline, cluster.log("node-a")[-3000:]
-            time.sleep(0.5)
+        cluster.wait_for_nodes()
         address = f"127.0.0.1:{cluster.node_ports['a']}"
         asked = subprocess.run([sys.executable, "-c", _ASK_FOR_A_TASK, address],
                                capture_output=True, text=True, timeout=60)  # fmt: skip

@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from reportfed.core.errors import without_paths
-from reportfed.flower.warm import prestart, private_root, remove_places
+from reportfed.flower.warm import prestart, private_root, remove_places, write_secret
 
 #: the files of reportfed's app bundle (``flower/app/``, as ``flwr run`` builds it)
 BUNDLE_FILES = frozenset({"pyproject.toml", ".info/CONTENT"})
@@ -243,10 +243,7 @@ def _secret_file() -> Path:
     """A new random SuperExec secret in a file only this user can read, in this user's folder
     of node files (:func:`~reportfed.flower.warm.private_root`)."""
     path = private_root() / f"guard-{os.getpid()}.secret"
-    path.unlink(missing_ok=True)
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(descriptor, "wb") as handle:
-        handle.write(secrets.token_bytes(32))
+    write_secret(path, secrets.token_bytes(32))
     return path
 
 

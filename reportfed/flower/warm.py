@@ -62,6 +62,23 @@ def private_root() -> Path:
     return root
 
 
+def write_secret(path: Path, secret: bytes) -> None:
+    """Write ``secret`` to a new file ``path`` in :func:`private_root` that only this user can
+    read (replacing one of that name), making the folder again if a node that stopped meanwhile
+    removed it as empty."""
+    for _ in range(3):
+        private_root()
+        path.unlink(missing_ok=True)
+        try:
+            descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileNotFoundError:
+            continue
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(secret)
+        return
+    raise ReportfedError(f"{path.parent}: removed each time it was made (another node stopping?)")
+
+
 def _place(node_config: dict[str, object]) -> Path:
     """Where the warm process of this node config in this process group keeps its socket and
     key (``.sock``, ``.key``, ``.lock`` beside this stem): a new SuperNode gets a new process."""
@@ -102,11 +119,7 @@ def _connect(place: Path, key: bytes) -> Connection | None:
 def _start(place: Path) -> Connection:
     """Start the warm process of ``place`` and connect to it once it listens."""
     key = secrets.token_bytes(32)
-    key_file = place.with_suffix(".key")
-    key_file.unlink(missing_ok=True)
-    descriptor = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(descriptor, "wb") as handle:
-        handle.write(key)
+    write_secret(place.with_suffix(".key"), key)
     place.with_suffix(".sock").unlink(missing_ok=True)
     proc = subprocess.Popen(
         [sys.executable, "-m", "reportfed.flower.warm", str(place)], stdin=subprocess.DEVNULL
