@@ -71,15 +71,12 @@ def _pad(bags: np.ndarray, sentences: int) -> np.ndarray:
 @cache
 def two_hospitals(site: MimicSite) -> TwoHospitals:
     """IU's site and a MIMIC site as ``site`` says (all the reports where there are fewer)."""
-    x_iu, y_iu, labels, _, _ = iu_data("minilm")
-    bags_iu = iu_data("minilm", granularity="sentence")[0]
-    iu_rows = np.sort(np.random.default_rng(0).permutation(len(x_iu))[: site.iu_reports])
-    x_iu, y_iu, bags_iu, read_iu = (
-        x_iu[iu_rows],
-        y_iu[iu_rows],
-        bags_iu[iu_rows],
-        iu_read()[iu_rows],
-    )
+    read_iu = iu_read()  # one row per IU report: only the drawn ones are embedded
+    iu_rows = np.sort(np.random.default_rng(0).permutation(len(read_iu))[: site.iu_reports])
+    drawn = tuple(iu_rows.tolist())
+    x_iu, y_iu, labels, _, _ = iu_data("minilm", rows=drawn)
+    bags_iu = iu_data("minilm", granularity="sentence", rows=drawn)[0]
+    read_iu = read_iu[iu_rows]
     root, reports = site.root, site.reports
     mimic = load_mimic(root, split="train", sections="report").select_labels(list(CHEXPERT_13))
     rows = np.sort(np.random.default_rng(0).permutation(len(mimic))[:reports])

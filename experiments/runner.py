@@ -79,13 +79,19 @@ class Setting:
 
 @cache
 def iu_data(
-    embedder: str = "minilm", section: str = "text", granularity: Granularity = "report"
+    embedder: str = "minilm",
+    section: str = "text",
+    granularity: Granularity = "report",
+    rows: tuple[int, ...] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, LabelSpace, str, list[str]]:
     """IU reports with all 13 findings annotated: embeddings (``granularity``: one per report, or
     sentence bags, computed as :data:`SWEEP_NUMERICS` says), labels, label space, the embedder's
     cache key (its fingerprint and how it computes) and report ids. ``section`` embeds
-    ``findings`` or ``impression`` only."""
+    ``findings`` or ``impression`` only; ``rows`` (indices into those reports) embeds only
+    them."""
     table = _iu_table(section)
+    if rows is not None:
+        table = table.subset(list(rows))
     emb = make_embedder(embedder, **SWEEP_NUMERICS)
     x = embed_reports(table.texts, emb, granularity=granularity, cache_dir=embeddings_cache_dir())
     return x, table.labels, table.label_space, emb.cache_key, list(table.ids)
