@@ -1,7 +1,7 @@
-"""Render the measured tables of docs/ from the committed results, so docs state what the
-results say: each table sits between ``<!-- rendered: NAME -->`` and ``<!-- end rendered -->``
-and is made by ``RENDERERS[NAME]`` from ``benchmarks/results/``. A test fails when a page
-differs from its rendering.
+"""Render the measured tables of docs/ (and the README's measured sentence) from the committed
+results, so docs state what the results say: each table sits between ``<!-- rendered: NAME -->``
+and ``<!-- end rendered -->`` and is made by ``RENDERERS[NAME]`` from ``benchmarks/results/``.
+A test fails when a page differs from its rendering.
 
     python -m benchmarks.render_docs          # rewrite the tables in docs/
     python -m benchmarks.render_docs --check  # exit 1 if a table is stale
@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 DOCS = ROOT / "docs"
+#: every page with rendered blocks
+PAGES = [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]
 _BLOCK = re.compile(r"(<!-- rendered: (\S+) -->\n).*?(<!-- end rendered -->)", re.S)
 
 
@@ -544,6 +546,156 @@ def openi_gold() -> str:
     )
 
 
+_YARDSTICKS = {
+    "openi": "OpenI gold, half B",
+    "mesh": "IU MeSH labels, half B",
+    "behaviour": "behaviour suite",
+    "layouts": "layouts suite",
+    "mimic_style": "MIMIC-style suite",
+}
+
+
+def decision_summary() -> str:
+    """The README's sentence on what decides the labels a user receives and what federating
+    changes in them (:func:`decision_sources`)."""
+    arms = _load("decision_sources")["arms"]
+    openi, mesh = arms["default"]["yardsticks"]["openi"], arms["default"]["yardsticks"]["mesh"]
+
+    def cells(one: dict, source: str) -> int:  # type: ignore[type-arg]
+        return sum(f[source]["cells"] for f in one["findings"].values())
+
+    stated = cells(openi, "text") + cells(openi, "model")
+    one, ten = (arms[k]["yardsticks"] for k in ("K=1", "K=10"))
+    f1 = {
+        k: (one[k]["macro F1 (state 1)"]["shipped"], ten[k]["macro F1 (state 1)"]["shipped"])
+        for k in ("openi", "mesh")
+    }
+    return (
+        f"On IU reports no rule was tuned to, the text rules decide {cells(openi, 'text'):,} of "
+        f"the {stated:,} finding cells the default model gives a state against NegBio's expert "
+        f"labels (the model alone {cells(openi, 'model')}; {cells(mesh, 'model')} of "
+        f"{cells(mesh, 'text') + cells(mesh, 'model'):,} against IU's MeSH labels), so training "
+        f"by 10 sites, each with its own labels, instead of one changes "
+        f"{ten['openi']['cells differing from K=1']} and {ten['mesh']['cells differing from K=1']} "
+        f"cells and macro F1 of state 1 goes {f1['openi'][0]:.3f} → {f1['openi'][1]:.3f} and "
+        f"{f1['mesh'][0]:.3f} → {f1['mesh'][1]:.3f}: what the federation adds today is the "
+        "probabilities, findings no rule reads (a hospital's own) and the few calls no phrase "
+        "covers ([what decides a label](docs/labels.md#what-decides-a-label))."
+    )
+
+
+def _share(right: int, cells: int) -> str:
+    return f"{cells:,} ({right / cells:.1%})" if cells else "0"
+
+
+def decision_sources() -> str:
+    """Per yardstick, the cells the text, a correction and the model decide for the default
+    model and each right, then per finding on the real reports."""
+    found = _load("decision_sources")
+    arms = found["arms"]
+    lines = [
+        f"Measured on {_machine(found)} (`python benchmarks/decision_sources.py`). Cells decided "
+        "by each source, and the share of them right, for the default model:",
+        "",
+        "| yardstick | reports | text | model alone | blank |",
+        "| --- | ---: | ---: | ---: | ---: |",
+    ]
+    default = arms["default"]["yardsticks"]
+    for name, title in _YARDSTICKS.items():
+        one = default[name]
+        total = {
+            key: [sum(f[key][k] for f in one["findings"].values()) for k in ("right", "cells")]
+            for key in ("text", "correction", "model", "blank")
+        }
+        lines.append(
+            f"| {title} | {one['reports']:,} | {_share(*total['text'])} | "
+            f"{_share(*total['model'])} | {_share(*total['blank'])} |"
+        )
+    for name in ("openi", "mesh"):
+        lines += [
+            "",
+            f"Per finding, {_YARDSTICKS[name]} (default model; model cells are all state 1):",
+            "",
+            "| finding | positives | text | model alone | blank |",
+            "| --- | ---: | ---: | ---: | ---: |",
+        ]
+        for finding, f in default[name]["findings"].items():
+            few = " (few)" if f["positives"] < 30 else ""
+            lines.append(
+                f"| {finding} | {f['positives']}{few} | "
+                + " | ".join(
+                    _share(f[k]["right"], f[k]["cells"]) for k in ("text", "model", "blank")
+                )
+                + " |"
+            )
+    lines += [
+        "",
+        "The ablation: macro F1 of state 1, by labeler (`K=n`: trained on IU's half A over n "
+        "sites; the default model has read IU's text, so its IU rows are not unseen), and the "
+        "cells of the shipped labels that differ from `K=1`'s:",
+        "",
+        "| yardstick | labeler | rules alone | model alone | shipped | model-alone cells (right) "
+        "| cells differing from K=1 |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for name, title in _YARDSTICKS.items():
+        for arm, result in arms.items():
+            one = result["yardsticks"][name]
+            f1 = one["macro F1 (state 1)"]
+            model = [
+                sum(f["model"][k] for f in one["findings"].values()) for k in ("right", "cells")
+            ]
+            lines.append(
+                f"| {title} | {arm} | {f1['rules alone']:.3f} | {f1['model alone']:.3f} | "
+                f"{f1['shipped']:.3f} | {_share(*model)} | {one.get('cells differing from K=1', '')} |"
+            )
+    return "\n".join(lines)
+
+
+EXPERIMENT_RESULTS = ROOT / "experiments" / "results"
+#: each experiment's result tag, in the order docs/experiments.md lists them, and its row's title
+EXPERIMENTS = {
+    "paper": "paper: central, K=2 and K=10 next to the paper",
+    "nodes": "node sweep K = 2..10",
+    "shared": "shared labels 0..13",
+    "noniid": "non-IID sites",
+    "noniid-mimic": "IU + MIMIC-CXR (`noniid --mimic-root`)",
+    "embeddings": "embedders",
+    "vocab": "vocabularies",
+    "psi": "label heterogeneity ψ",
+    "size": "training-set size",
+    "beyond": "beyond the paper",
+    "sentence": "sentence level",
+    "consortium": "leak-free F1 of a consortium",
+    "styles": "sites that write differently",
+}
+
+
+def _owner(stem: str) -> str | None:
+    """The experiment a result file's stem belongs to: the longest tag it starts with."""
+    tags = [*EXPERIMENTS, *(f"{t}-quick" for t in EXPERIMENTS)]
+    mine = [t for t in tags if stem == t or stem.startswith(f"{t}-")]
+    return max(mine, key=len, default=None)
+
+
+def experiment_index(results: Path = EXPERIMENT_RESULTS) -> str:
+    """A row per experiment whose table is in ``results`` (a ``--quick`` run's too), with its
+    plots: a rerun that adds one, as ``noniid --mimic-root`` does, shows here once rendered."""
+    link = "../experiments/results" if results == EXPERIMENT_RESULTS else results.as_posix()
+    lines = ["| experiment | tables | plots |", "| --- | --- | --- |"]
+    for tag, title in EXPERIMENTS.items():
+        for name, shown in ((tag, title), (f"{tag}-quick", f"{title}, `--quick`")):
+            if not (results / f"{name}.md").is_file():
+                continue
+            plots = [p.name for p in sorted(results.glob("*.png")) if _owner(p.stem) == name]
+            cells = [
+                f"[{name}.md]({link}/{name}.md)",
+                ", ".join(f"[{p}]({link}/{p})" for p in plots),
+            ]
+            lines.append(f"| {shown} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def language_id() -> str:
     """Per language identifier: English sentences it calls another language, other languages'
     sentences it misses, and its speed."""
@@ -810,6 +962,7 @@ def environment() -> str:
 RENDERERS: dict[str, Callable[[], str]] = {
     "environment": environment,
     "consortium": consortium,
+    "experiment_index": experiment_index,
     "reading": reading,
     "defaults_sweep": defaults_sweep,
     "options_alone": options_alone,
@@ -817,6 +970,8 @@ RENDERERS: dict[str, Callable[[], str]] = {
     "styles": styles,
     "engines": engines,
     "openi_gold": openi_gold,
+    "decision_sources": decision_sources,
+    "decision_summary": decision_summary,
     "openi_disagreements": openi_disagreements,
     "language_id": language_id,
     "mimic_style": mimic_style,
@@ -852,7 +1007,7 @@ def main() -> int:
     parser.add_argument("--check", action="store_true", help="exit 1 where a table is stale")
     args = parser.parse_args()
     stale = []
-    for page in sorted(DOCS.glob("*.md")):
+    for page in PAGES:
         text = page.read_text()
         new = render(text)
         if new != text:

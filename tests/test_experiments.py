@@ -252,6 +252,23 @@ def test_the_iu_mimic_experiment_runs_on_the_mimic_fixture(
     assert set(runs["setting"]) == {"iu+mimic shared=0", "iu+mimic shared=13"}
     assert {"surgical", "central-masked", "local"} <= set(runs["method"])
     assert (tmp_path / "out" / "noniid-mimic-quick-iu+mimic.png").read_bytes()[:4] == b"\x89PNG"
+    # docs/experiments.md's table of results gains its row once rendered, and its table has the
+    # shape of every other experiment's
+    from benchmarks.render_docs import experiment_index
+
+    out = tmp_path / "out"
+    rows = [r for r in experiment_index(out).splitlines() if "noniid-mimic" in r]
+    assert rows == [
+        f"| IU + MIMIC-CXR (`noniid --mimic-root`), `--quick` | [noniid-mimic-quick.md]"
+        f"({out}/noniid-mimic-quick.md) | [noniid-mimic-quick-iu+mimic.png]"
+        f"({out}/noniid-mimic-quick-iu+mimic.png), [noniid-mimic-quick-labels.png]"
+        f"({out}/noniid-mimic-quick-labels.png) |"
+    ]
+
+    def header(path: Path) -> str:
+        return next(r for r in path.read_text().splitlines() if r.startswith("| setting |"))
+
+    assert header(out / "noniid-mimic-quick.md") == header(ROOT / "experiments/results/noniid.md")
     # --mimic-root belongs to noniid; without it noniid's title names its IU stand-in
     wrong = subprocess.run(
         [sys.executable, "-m", "experiments", "paper", "--mimic-root", "mimic", "--quick"],
