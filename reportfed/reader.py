@@ -31,7 +31,7 @@ from reportfed.core.paths import embeddings_cache_dir
 from reportfed.core.schema import architecture, architecture_fields
 from reportfed.embed import DEFAULT_EMBEDDER, Embedder, shared_embedder
 from reportfed.embed.granularity import embed_reports, embed_units
-from reportfed.text.assertion import Mention, find_mentions
+from reportfed.text.assertion import Mention, find_mentions, names_finding
 from reportfed.text.calibration import calibrate, calibration_features, identity_calibration
 from reportfed.text.corrections import Corrections
 from reportfed.text.findings import Findings
@@ -291,6 +291,7 @@ class ReportReader:
         names = list(self.classes_)
         x = calibration_features(reading.scores, reading.mentions, names)
         calibrated = calibrate(self.calibration_, x)
+        inferred, set_aside = self._model_sentences(reading)
         states = chexpert_states(
             reading.texts,
             reading.scores,
@@ -298,30 +299,33 @@ class ReportReader:
             self.thresholds_,
             reading.mentions,
             calibrated,
-            self._inferred(reading),
+            inferred,
             self.lexicon_,
+            set_aside,
         )
         return consistent_proba(calibrated, states), states
 
-    def _inferred(self, reading: _ScoredChunk) -> np.ndarray | None:
-        """The cells the model might call alone (:func:`unmentioned_candidates`) whose score
-        comes from a sentence naming other findings (``None`` at report granularity, where the
-        score is the whole report's)."""
-        if reading.x.ndim != 3:
-            return None
+    def _model_sentences(self, reading: _ScoredChunk) -> tuple[np.ndarray | None, np.ndarray]:
+        """Of the cells the model might call alone (:func:`unmentioned_candidates`): those whose
+        score comes from a sentence naming other findings (``None`` at report granularity, where
+        the score is the whole report's), and those whose sentence (the report, at report
+        granularity) names the finding in words the rules read as no mention of it
+        (:func:`~reportfed.text.assertion.names_finding`)."""
         names = list(self.classes_)
         candidates = unmentioned_candidates(
             reading.scores, names, self.thresholds_, reading.mentions, self.lexicon_
         )
-        out = np.zeros_like(candidates)
+        sentences = reading.x.ndim == 3
+        inferred, set_aside = np.zeros_like(candidates), np.zeros_like(candidates)
         rows = np.flatnonzero(candidates.any(axis=1))
-        if not rows.size:
-            return out
-        top = decisive_sentences(self.state_, reading.x[rows])
+        top = decisive_sentences(self.state_, reading.x[rows]) if sentences and rows.size else None
         for k, i in enumerate(rows):
             for c in np.flatnonzero(candidates[i]):
-                out[i, c] = bool(find_mentions(reading.units[i][top[k, c]], None, self.lexicon_))
-        return out
+                said = reading.texts[i] if top is None else reading.units[i][top[k, c]]
+                if top is not None:
+                    inferred[i, c] = bool(find_mentions(said, None, self.lexicon_))
+                set_aside[i, c] = names_finding(said, names[c], self.lexicon_)
+        return (inferred if sentences else None), set_aside
 
     def predict_scores(self, texts: Sequence[str]) -> np.ndarray:
         """The model's presence scores ``(len(texts), len(classes_))``: the sigmoid of its logit

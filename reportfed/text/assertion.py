@@ -327,6 +327,19 @@ def _expressions(lexicon: Lexicon) -> list[Expressions]:
     return out
 
 
+def names_finding(sentence: str, label: str, lexicon: Lexicon = PLAIN) -> bool:
+    """Whether a naming expression of ``label`` matches in ``sentence``, whatever the rules then
+    read of it. Where the report holds no mention of ``label``, such words are ones the rules
+    read as no mention (an ``unmention`` phrase, a device's fracture, a caveat): the text's
+    decision, which the model does not overrule from that sentence."""
+    return any(
+        pattern.search(sentence)
+        for name, named, _, _ in _expressions(lexicon)
+        if name == label
+        for pattern in named
+    )
+
+
 def _spans(
     sentence: str, named: tuple[re.Pattern[str], ...], unmention: tuple[re.Pattern[str], ...]
 ) -> list[tuple[int, int]]:

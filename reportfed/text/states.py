@@ -157,12 +157,15 @@ def chexpert_states(
     calibrated: np.ndarray | None = None,
     inferred: np.ndarray | None = None,
     lexicon: Lexicon = PLAIN,
+    set_aside: np.ndarray | None = None,
 ) -> np.ndarray:
     """``(len(texts), len(labels))`` states: 1.0, 0.0, -1.0 or NaN (see the module docstring)
     from the model's probabilities ``proba`` and, where given, the ``calibrated`` ones;
     ``mentions`` reuses :func:`report_mentions` of ``texts``; ``inferred`` marks the cells whose
     score comes from a sentence naming other findings (:func:`unmentioned_candidates` says
-    which cells to look at); ``lexicon``: what the text rules read with."""
+    which cells to look at); ``lexicon``: what the text rules read with; ``set_aside`` marks the
+    cells whose sentence names the finding in words the rules read as no mention of it, which
+    the model never calls."""
     if proba.shape != (len(texts), len(labels)):
         raise ConfigError(f"proba has shape {proba.shape}, expected ({len(texts)}, {len(labels)})")
     mentions = report_mentions(texts, labels, lexicon) if mentions is None else mentions
@@ -175,6 +178,8 @@ def chexpert_states(
             else np.where(inferred, INFERRED_MARGIN, UNMENTIONED_FLOOR)
         )
         unmentioned_present &= calibrated >= floor
+    if set_aside is not None:
+        unmentioned_present &= ~set_aside
     out = np.full(proba.shape, np.nan, dtype=np.float32)
     lexical = [c for c, name in enumerate(labels) if has_lexicon(name, lexicon)]
     other = [
