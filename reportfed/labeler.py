@@ -88,7 +88,8 @@ class ReportLabeler(ReportReader, BaseEstimator):
     Learned attributes: ``classes_`` (label names), ``thresholds_`` (on the model's scores),
     ``calibration_`` (:mod:`reportfed.text.calibration`), ``state_`` (global weights),
     ``embedder_fingerprint_``, ``input_dim_``, ``provenance_``, and from :meth:`fit` the
-    ``history_`` of its rounds (seconds, nodes, bytes, losses, validation AUROC per label).
+    ``history_`` of its rounds (a :class:`~reportfed.core.record.RunHistory`, the record a
+    Flower server writes: seconds, nodes, bytes, losses, pooled validation AUROC per label).
     """
 
     def __init__(

@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -147,3 +149,23 @@ def test_labelling_in_numpy_is_the_torch_model(skip: bool) -> None:
     assert np.array_equal(decisive_sentences(state, bags), top)
     with pytest.raises(ValueError, match="architecture"):
         check_architecture(state, 12, FederationConfig(hidden=(32,), skip=skip))
+
+
+def test_the_in_process_loop_writes_the_record_a_flower_server_writes(tmp_path: Path) -> None:
+    """One RunHistory for both engines: the loop's entries carry a Flower server's keys, read
+    back from history.json as written, and give the operator's round line."""
+    from reportfed.core.record import RunHistory
+
+    nodes, _, _, _ = two_nodes()
+    result = run_federation(nodes, FederationConfig(rounds=2, hidden=(8,)), progress=False)
+    assert isinstance(result.history, RunHistory) and len(result.history) == 2
+    assert set(result.history[0]) == {
+        "round", "failed", "loss", "seconds", "accepted", "rejected", "aggregated", "bytes",
+    }  # fmt: skip
+    assert result.history[1]["accepted"] == ["a", "b"] and result.history[1]["failed"] == {}
+    result.history.save(tmp_path / "history.json")
+    back = RunHistory.load(tmp_path / "history.json")
+    assert back.entries == result.history.entries
+    assert back.line(2, 2, 2).startswith("round 2/2: ") and "2/2 nodes answered" in back.line(
+        2, 2, 2
+    )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from reportfed.flower.history import RunHistory
+from reportfed.core.record import RunHistory
 
 
 def test_a_round_line_names_time_nodes_the_left_out_auroc_and_bytes() -> None:

@@ -28,7 +28,7 @@ from reportfed.core import schema
 from reportfed.core.config import FLOWER_DEFAULTS, FederationConfig, NodeSettings, RunSettings
 from reportfed.core.errors import ReportfedError, RunFailedError
 from reportfed.core.metrics import FEW_POSITIVES
-from reportfed.core.record import Evaluation
+from reportfed.core.record import Evaluation, RunHistory
 
 if TYPE_CHECKING:
     from reportfed.flower.tls import Certificates
@@ -359,7 +359,7 @@ def cmd_run(args: argparse.Namespace) -> None:
         raise RunFailedError(f"flwr run exited with {status} (its log is above)")
     if not (out / MODEL_FILE).is_file():
         raise RunFailedError(f"the run wrote no global model to {out} (its log is above)")
-    history = json.loads((out / HISTORY_FILE).read_text()) if (out / HISTORY_FILE).is_file() else []
+    history = RunHistory.load(out / HISTORY_FILE)
     if history:
         last = history[-1]
         say(

@@ -10,8 +10,9 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from reportfed.core.aggregation import GlobalState
+from reportfed.core.aggregation import GlobalState, NodeUpdate
 from reportfed.core.node import NodeAlgorithm
+from reportfed.core.record import RunHistory
 from reportfed.core.server import SurgicalServer
 
 
@@ -27,31 +28,27 @@ def run_rounds(
     *,
     evaluate: Callable[[int, GlobalState], dict[str, Any]] | None = None,
     progress: bool = True,
-) -> list[dict[str, Any]]:
+) -> RunHistory:
     """``rounds`` rounds: every node trains from the global state (``node.train(state, round,
     index)``), then the server steps.
 
-    Returns one history entry per round: ``round`` (1-based), each node metric by node name,
-    the nodes whose updates were ``accepted``, ``rejected`` updates with their reasons (when
-    any), the round's wall ``seconds`` (training and the server step) and what
-    ``evaluate(round, state)`` returns after the round.
+    Returns the run's record, one entry per round (:meth:`RunHistory.trained`, as a Flower
+    server writes it): ``round`` (1-based), each node metric by node name, the nodes whose
+    updates were ``accepted`` and ``rejected`` with their reasons, the round's wall ``seconds``
+    (training and the server step) and what ``evaluate(round, state)`` returns after the round.
     """
-    history: list[dict[str, Any]] = []
+    history = RunHistory()
     for r in tqdm(range(rounds), desc="rounds", disable=not progress, leave=False):
-        entry: dict[str, Any] = {"round": r + 1}
         start = time.perf_counter()
-        updates = []
+        updates: list[NodeUpdate] = []
+        metrics: dict[str, dict[str, float]] = {}
         for i, node in enumerate(nodes):
-            update, metrics = node.train(server.state, r, i)
+            update, found = node.train(server.state, r, i)
             updates.append(update)
-            for key, value in metrics.items():
-                entry.setdefault(key, {})[update.node_id] = value
+            for key, value in found.items():
+                metrics.setdefault(key, {})[update.node_id] = value
         step = server.step(updates)
-        entry["accepted"] = step.accepted
-        entry["seconds"] = round(time.perf_counter() - start, 3)
-        if step.rejected:
-            entry["rejected"] = step.rejected
+        history.trained(r + 1, step, seconds=time.perf_counter() - start, metrics=metrics)
         if evaluate is not None:
-            entry.update(evaluate(r + 1, step.state))
-        history.append(entry)
+            history.attach(r + 1, evaluate(r + 1, step.state))
     return history

@@ -12,6 +12,7 @@
 
 The modules that speak Flower's Message API (strategy, apps, registry, wire, secure rounds)
 need the ``[flower]`` extra; the package itself and the modules around the processes
-(``launch``, ``gateway``, ``guard``, ``warm``, ``history``) import without it. The run report
+(``launch``, ``gateway``, ``guard``, ``warm``) import without it; the run's record is
+:class:`reportfed.core.record.RunHistory`, which both engines write. The run report
 (:mod:`reportfed.pages.run_report`) needs no Flower.
 """

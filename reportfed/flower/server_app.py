@@ -36,8 +36,8 @@ from reportfed.core.files import atomic_write
 from reportfed.core.labels import LabelSpace
 from reportfed.core.limits import MAX_DIM, MAX_LABELS, MAX_REQUEST_BYTES, update_bytes
 from reportfed.core.node import Modality
+from reportfed.core.record import RunHistory
 from reportfed.flower.exchange import Traffic, run_on_grid
-from reportfed.flower.history import RunHistory
 from reportfed.flower.logs import through_flower
 from reportfed.flower.modalities import hyperparameters
 from reportfed.flower.run_checks import check_run

@@ -16,7 +16,7 @@ whole life (a resumed run goes on from its checkpoint's round). Flow of a run:
    (a dead node), NaN/Inf and wrong shapes are logged and left out; labels nobody sent keep their
    last rows; a label a node brings in a later round joins the global model. Fewer than
    ``min_nodes`` accepted updates leave the global model unchanged for that round. Each round is
-   recorded in a :class:`~reportfed.flower.history.RunHistory`.
+   recorded in a :class:`~reportfed.core.record.RunHistory`.
 4. Evaluation of the global model after round ``r`` (every ``evaluate_every`` rounds) runs on each
    node's held-out rows when round ``r + 1``'s train message reaches it, before it trains, and
    comes back with its update: a round is one exchange. The final model is evaluated by an
@@ -49,9 +49,8 @@ from reportfed.core.aggregation import (
 from reportfed.core.errors import ConfigError, LabelError, RunFailedError
 from reportfed.core.labels import LabelSpace
 from reportfed.core.metrics import node_mean
-from reportfed.core.record import NODE_MEAN, Evaluation
+from reportfed.core.record import NODE_MEAN, Evaluation, RunHistory
 from reportfed.core.server import ServerOptions, StepResult, SurgicalServer
-from reportfed.flower.history import RunHistory
 from reportfed.flower.registry import Registry
 from reportfed.flower.wire import (
     ARRAYS,
@@ -356,7 +355,9 @@ class SurgicalAggregation(Strategy):
         for name, reason in step.rejected.items():
             _log.error("round %d: rejected the update of %r: %s", server_round, name, reason)
         seconds = time.perf_counter() - self._started
-        self.history.trained(server_round, step, failed=failed, losses=losses, seconds=seconds)
+        self.history.trained(
+            server_round, step, seconds=seconds, metrics={"loss": losses}, failed=failed
+        )
         if not step.aggregated:
             _log.warning(
                 "round %d: %d valid update(s) < min_nodes; model unchanged",

@@ -15,6 +15,7 @@ from reportfed.core.aggregation import GlobalState
 from reportfed.core.config import FederationConfig
 from reportfed.core.errors import ConfigError
 from reportfed.core.labels import LabelSpace
+from reportfed.core.record import RunHistory
 from reportfed.core.rounds import run_rounds
 from reportfed.core.server import SurgicalServer
 from reportfed.reports.node import Node, ReportAlgorithm, initial_state
@@ -22,10 +23,10 @@ from reportfed.reports.node import Node, ReportAlgorithm, initial_state
 
 @dataclass
 class FederationResult:
-    """The final global state and one history entry per round."""
+    """The final global state and the run's record, one entry per round."""
 
     state: GlobalState
-    history: list[dict[str, Any]]
+    history: RunHistory
     config: FederationConfig
 
 
@@ -52,7 +53,7 @@ def run_federation(
     history = run_rounds(server, algorithms, config.rounds, evaluate=evaluate, progress=progress)
     traffic = round_traffic(server.state, nodes, config)
     for entry in history:
-        entry["bytes"] = traffic
+        history.traffic(entry["round"], traffic)
     return FederationResult(state=server.state, history=history, config=config)
 
 

@@ -19,6 +19,7 @@ import numpy as np
 from reportfed.core.aggregation import GlobalState, node_arrays
 from reportfed.core.errors import ConfigError
 from reportfed.core.labels import LabelSpace
+from reportfed.core.record import RunHistory
 from reportfed.core.rounds import run_rounds
 from reportfed.core.server import SurgicalServer
 from reportfed.nn.arrays import load_arrays, to_arrays
@@ -34,7 +35,7 @@ class ImageFederationResult:
 
     state: GlobalState
     node_models: dict[str, ImageClassifier]
-    history: list[dict[str, Any]]
+    history: RunHistory
 
 
 def run_image_federation(
