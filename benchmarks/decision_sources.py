@@ -75,8 +75,13 @@ class Yardstick:
     truth: np.ndarray
     binary: bool
 
+    @property
+    def positive(self) -> np.ndarray:
+        """Per cell, whether the reference says 1."""
+        return np.asarray(self.truth == (1 if self.binary else "1"), dtype=bool)
 
-def _half_b_table() -> tuple[Any, Any]:
+
+def iu_halves() -> tuple[Any, Any]:
     """IU's fully annotated reports: (half A, half B)."""
     table = load_iu().fully_annotated()
     halves = np.array([half(uid) for uid in table.ids])
@@ -118,7 +123,7 @@ def _text(state: float) -> str:
 def _right(states: np.ndarray, stick: Yardstick) -> np.ndarray:
     """Per cell: whether ``states`` matches the reference (False where there is none)."""
     if stick.binary:
-        return (np.nan_to_num(states, nan=0.0) == 1) == (stick.truth == 1)
+        return (np.nan_to_num(states, nan=0.0) == 1) == stick.positive
     text = np.vectorize(_text, otypes=[object])(states)
     return np.array(text == stick.truth, dtype=bool)
 
@@ -133,10 +138,10 @@ def _scored(stick: Yardstick) -> np.ndarray:
 def macro_f1(states: np.ndarray, stick: Yardstick) -> float:
     """Macro F1 of state 1 against the reference's 1, over the findings with a positive."""
     scored, called = _scored(stick), np.nan_to_num(states, nan=0.0) == 1
-    positive = (stick.truth == 1) if stick.binary else (stick.truth == "1")
+    positive = stick.positive
     f1s = []
     for j in range(len(stick.findings)):
-        rows, truth = scored[:, j], np.asarray(positive[:, j], dtype=bool)
+        rows, truth = scored[:, j], positive[:, j]
         tp = int((called[rows, j] & truth[rows]).sum())
         if not truth[rows].any():
             continue
@@ -169,12 +174,14 @@ def measure(labeler: ReportLabeler, stick: Yardstick) -> dict[str, Any]:
     rules = rule_states(stick.texts, stick.findings, labeler.lexicon_)
     alone = labeler.predict(stick.texts)[:, cols]
     model = np.where(alone == 1, np.float32(1.0), np.float32(np.nan))
-    right, scored = _right(shipped, stick), _scored(stick)
+    right, scored, positives = _right(shipped, stick), _scored(stick), stick.positive
     per: dict[str, Any] = {}
     for j, finding in enumerate(stick.findings):
         rows = scored[:, j]
-        positive = (stick.truth[rows, j] == 1) if stick.binary else (stick.truth[rows, j] == "1")
-        counts: dict[str, Any] = {"scored": int(rows.sum()), "positives": int(positive.sum())}
+        counts: dict[str, Any] = {
+            "scored": int(rows.sum()),
+            "positives": int(positives[rows, j].sum()),
+        }
         for name in (*SOURCES, ""):
             cells = rows & (source[:, j] == name)
             counts[name or "blank"] = {
@@ -216,7 +223,7 @@ def main() -> None:
     parser.add_argument("--arms", nargs="+", default=list(ARMS), choices=ARMS)
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
-    train, test = _half_b_table()
+    train, test = iu_halves()
     sticks = yardsticks(test)
     arms: dict[str, Any] = {}
     for arm in args.arms:

@@ -555,6 +555,12 @@ _YARDSTICKS = {
 }
 
 
+def _source_total(one: dict, source: str) -> tuple[int, int]:  # type: ignore[type-arg]
+    """(right, cells) a decision source has over every finding of one yardstick's result."""
+    found = one["findings"].values()
+    return sum(f[source]["right"] for f in found), sum(f[source]["cells"] for f in found)
+
+
 def decision_summary() -> str:
     """The README's sentence on what decides the labels a user receives and what federating
     changes in them (:func:`decision_sources`)."""
@@ -562,7 +568,7 @@ def decision_summary() -> str:
     openi, mesh = arms["default"]["yardsticks"]["openi"], arms["default"]["yardsticks"]["mesh"]
 
     def cells(one: dict, source: str) -> int:  # type: ignore[type-arg]
-        return sum(f[source]["cells"] for f in one["findings"].values())
+        return _source_total(one, source)[1]
 
     stated = cells(openi, "text") + cells(openi, "model")
     one, ten = (arms[k]["yardsticks"] for k in ("K=1", "K=10"))
@@ -603,10 +609,7 @@ def decision_sources() -> str:
     default = arms["default"]["yardsticks"]
     for name, title in _YARDSTICKS.items():
         one = default[name]
-        total = {
-            key: [sum(f[key][k] for f in one["findings"].values()) for k in ("right", "cells")]
-            for key in ("text", "correction", "model", "blank")
-        }
+        total = {key: _source_total(one, key) for key in ("text", "model", "blank")}
         lines.append(
             f"| {title} | {one['reports']:,} | {_share(*total['text'])} | "
             f"{_share(*total['model'])} | {_share(*total['blank'])} |"
@@ -642,9 +645,7 @@ def decision_sources() -> str:
         for arm, result in arms.items():
             one = result["yardsticks"][name]
             f1 = one["macro F1 (state 1)"]
-            model = [
-                sum(f["model"][k] for f in one["findings"].values()) for k in ("right", "cells")
-            ]
+            model = _source_total(one, "model")
             lines.append(
                 f"| {title} | {arm} | {f1['rules alone']:.3f} | {f1['model alone']:.3f} | "
                 f"{f1['shipped']:.3f} | {_share(*model)} | {one.get('cells differing from K=1', '')} |"

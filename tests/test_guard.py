@@ -142,7 +142,7 @@ def test_another_process_on_the_nodes_machine_cannot_take_its_tasks(
 
     with LoopbackFederation(tmp_path) as cluster:
         cluster.add_node("a", tables["a"], **{"cache-dir": str(embeddings_cache)})
-        cluster.wait_for_nodes()
+        cluster.wait_for_nodes(timeout=120)
         address = f"127.0.0.1:{cluster.node_ports['a']}"
         asked = subprocess.run([sys.executable, "-c", _ASK_FOR_A_TASK, address],
                                capture_output=True, text=True, timeout=60)  # fmt: skip

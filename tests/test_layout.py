@@ -1,7 +1,8 @@
 """The house's rooms: the product (``reportfed/``) imports nothing from the research
-(``experiments/``), and no arrow climbs back up the product's layers. A module's layer is its folder: ``reportfed/core/`` at the bottom, then the
-folders of each layer below, the public modules at ``reportfed/``'s top (the labeler, the default
-model, ``combine``), then ``flower/``, then ``cli/``."""
+(``experiments/``), and no arrow climbs back up the product's layers. A module's layer is its
+folder: ``reportfed/core/`` at the bottom, then the folders of each layer below, the public
+modules at ``reportfed/``'s top (the labeler, the default model, ``combine``), then ``flower/``,
+then ``cli/``."""
 
 from __future__ import annotations
 
