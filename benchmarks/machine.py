@@ -6,6 +6,7 @@ import json
 import os
 import platform
 import subprocess
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -74,15 +75,36 @@ def save_result(path: Path, result: object) -> None:
 def measured_run(
     command: Sequence[str], env: Mapping[str, str], cwd: Path | None = None
 ) -> dict[str, float]:
-    """``command`` in its own process: wall seconds and its own peak RSS in MB (``wait4``, the
-    child's alone); a failure ends the benchmark with the end of its log."""
+    """``command`` in its own process: wall seconds, its own peak RSS in MB (``wait4``, the
+    child's alone) and the peak of its anonymous memory (``RssAnon``, sampled four times a
+    second: RSS less the pages of files it maps, such as a memory-mapped dataset's, which the
+    kernel drops when memory is short); a failure ends the benchmark with the end of its log."""
     start = time.perf_counter()
     proc = subprocess.Popen(list(command), env=dict(env), stderr=subprocess.PIPE, cwd=cwd)
     assert proc.stderr is not None
+    anon = [0.0]
+    sampler = threading.Thread(target=_sample_anon, args=(proc.pid, anon), daemon=True)
+    sampler.start()
     log = proc.stderr.read().decode()
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
+    sampler.join()
     code = os.waitstatus_to_exitcode(status)
     if code:
         raise SystemExit(f"{' '.join(command[1:4])} failed ({code}):\n{log[-2000:]}")
-    return {"wall_s": wall, "peak_rss_mb": usage.ru_maxrss / 1024}
+    return {"wall_s": wall, "peak_rss_mb": usage.ru_maxrss / 1024, "peak_anon_mb": anon[0]}
+
+
+def _sample_anon(pid: int, peak: list[float]) -> None:
+    """The largest ``RssAnon`` (MB) of process ``pid`` while it runs, into ``peak[0]``."""
+    status = Path(f"/proc/{pid}/status")
+    while True:
+        try:
+            lines = status.read_text().splitlines()
+        except OSError:
+            return
+        anon = [line.split()[1] for line in lines if line.startswith("RssAnon:")]
+        if not anon:  # a zombie, waiting for wait4
+            return
+        peak[0] = max(peak[0], int(anon[0]) / 1024)
+        time.sleep(0.25)

@@ -8,8 +8,11 @@ every IU sentence was embedded before the timing, so the times are reading, the 
 model and writing). Peak RSS is the process's own (``wait4``); it must not grow with the rows.
 ``--before DIR`` also runs the sizes up to ``--before-rows`` with the reportfed of another
 checkout (``git worktree add DIR <commit>``), in the same invocation, for a before/after ratio.
+``--datasets`` also labels the same reports as a Hugging Face dataset (``save_to_disk``), read
+from its memory-mapped Arrow files and written back as one (``--format hf``), beside the CSV
+path, in the same invocation.
 
-    python benchmarks/many_reports.py [--rows 10000 100000 1000000] [--before DIR]
+    python benchmarks/many_reports.py [--rows 10000 100000 1000000] [--before DIR] [--datasets]
 
 Writes ``benchmarks/results/many_reports.json``.
 """
@@ -21,6 +24,7 @@ import csv
 import json
 import os
 import random
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -79,16 +83,36 @@ def write_reports(path: Path, rows: int, pool: list[str], seed: int = 0) -> None
             out.writerow([f"s{i:07d}", stand_in_report(rng, pool)])
 
 
+def write_dataset(csv_path: Path, folder: Path) -> None:
+    """The reports of the table ``csv_path`` as a Hugging Face dataset saved to ``folder``,
+    written a chunk at a time (its scratch files beside it, removed)."""
+    import pandas as pd
+    from datasets import Dataset
+
+    def rows():  # type: ignore[no-untyped-def]
+        for chunk in pd.read_csv(csv_path, dtype=str, chunksize=50_000):
+            yield from chunk.to_dict("records")
+
+    scratch = folder.with_name(folder.name + ".scratch")
+    Dataset.from_generator(rows, cache_dir=str(scratch)).save_to_disk(str(folder))
+    shutil.rmtree(scratch)
+
+
+def folder_mb(folder: Path) -> float:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) / 1e6
+
+
 def label(
     reports: Path,
     out: Path,
     cache: Path,
     code: Path | None = None,
     numerics: dict[str, str] | None = None,
+    extra: tuple[str, ...] = (),
 ) -> dict[str, float]:
     """``reportfed label`` on ``reports`` in its own process (the reportfed of checkout ``code``
-    where given; fp32 unless ``numerics``, variables of the environment, say otherwise): wall
-    seconds and peak RSS (MB)."""
+    where given; fp32 unless ``numerics``, variables of the environment, say otherwise; ``extra``
+    options): wall seconds and peak RSS (MB)."""
     env = {
         **os.environ,
         "REPORTFED_EMBEDDINGS_CACHE": str(cache),
@@ -97,7 +121,7 @@ def label(
     if code is not None:
         env["PYTHONPATH"] = str(code)
     command = [sys.executable, "-m", "reportfed", "label", "--reports", str(reports)]
-    return measured_run([*command, "--out", str(out)], env, cwd=out.parent)
+    return measured_run([*command, "--out", str(out), *extra], env, cwd=out.parent)
 
 
 def main() -> None:
@@ -106,6 +130,9 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--before", type=Path, help="a checkout of the code to compare with")
     parser.add_argument("--before-rows", type=int, default=10_000)
+    parser.add_argument(
+        "--datasets", action="store_true", help="also label each size as a Hugging Face dataset"
+    )
     args = parser.parse_args()
     pool = sentence_pool()
     with tempfile.TemporaryDirectory() as tmp:
@@ -125,6 +152,7 @@ def main() -> None:
             for code, checkout in codes.items():
                 row = {
                     "code": code,
+                    "input": "csv",
                     "rows": n,
                     "input_mb": reports.stat().st_size / 1e6,
                     **label(reports, out, work / "cache", checkout),
@@ -134,6 +162,22 @@ def main() -> None:
                 rows.append(row)
                 print(json.dumps(row), flush=True)
                 out.unlink()
+            if args.datasets:
+                folder, labelled = work / f"dataset_{n}", work / f"labelled_{n}"
+                write_dataset(reports, folder)
+                row = {
+                    "code": "this",
+                    "input": "dataset",
+                    "rows": n,
+                    "input_mb": folder_mb(folder),
+                    **label(folder, labelled, work / "cache", extra=("--format", "hf")),
+                    "output_mb": folder_mb(labelled),
+                }
+                row["reports_per_s"] = n / row["wall_s"]
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+                shutil.rmtree(folder)
+                shutil.rmtree(labelled)
             reports.unlink()
     result = {
         "machine": machine(),

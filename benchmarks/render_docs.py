@@ -142,17 +142,26 @@ def cold_label(name: str) -> str:
 def many_reports() -> str:
     """Wall time and peak memory of ``reportfed label`` by the table's rows."""
     found = _load("many_reports")
+    datasets = any(row.get("input") == "dataset" for row in found["rows"])
     lines = [
         f"Measured on {_machine(found)}, MIMIC-style stand-in reports made from IU sentences, "
-        "warm embedding cache (`python benchmarks/many_reports.py`):",
+        "warm embedding cache (`python benchmarks/many_reports.py"
+        + (
+            " --datasets`: a CSV table in and out, and the same reports as a Hugging Face "
+            "dataset in and out, `--format hf`, in one invocation):"
+            if datasets
+            else "`):"
+        ),
         "",
-        "| reports | input (MB) | output (MB) | wall time (s) | reports/s | peak RSS (MB) |",
-        "| ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| reports | in and out | input (MB) | output (MB) | wall time (s) | reports/s | peak RSS (MB) |",
+        "| ---: | --- | ---: | ---: | ---: | ---: | ---: |",
     ]
+    kinds = {"csv": "CSV", "dataset": "dataset (Arrow)"}
     for row in _current(found):
         lines.append(
-            f"| {row['rows']:,} | {row['input_mb']:,.0f} | {row['output_mb']:,.0f} | "
-            f"{row['wall_s']:,.1f} | {row['reports_per_s']:,.0f} | {row['peak_rss_mb']:,.0f} |"
+            f"| {row['rows']:,} | {kinds[row.get('input', 'csv')]} | {row['input_mb']:,.0f} | "
+            f"{row['output_mb']:,.0f} | {row['wall_s']:,.1f} | {row['reports_per_s']:,.0f} | "
+            f"{row['peak_rss_mb']:,.0f} |"
         )
     return "\n".join(lines)
 

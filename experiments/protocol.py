@@ -21,6 +21,7 @@ from reportfed.core.config import PAPER, FederationConfig, check_fraction
 from reportfed.core.labels import LabelSpace
 from reportfed.core.metrics import evaluate, f1_thresholds
 from reportfed.data.partition import (
+    TEST_FRACTION,
     dirichlet_rows,
     iid_rows,
     site_splits,
@@ -40,7 +41,7 @@ class Protocol:
     n_shared: int = 0
     rows: Literal["iid", "dirichlet"] = "iid"
     alpha: float = 0.5
-    test_fraction: float = 0.2
+    test_fraction: float = TEST_FRACTION
     val_fraction: float = 0.1
     federation: FederationConfig = PAPER
 

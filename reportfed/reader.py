@@ -351,6 +351,33 @@ class ReportReader:
         0 mentioned and negated, -1 uncertain, NaN not mentioned (see :mod:`reportfed.text.states`)."""
         return self._stack([self._proba_states(r)[1] for r in self._read(texts)])
 
+    def label_dataset(
+        self,
+        dataset: Any,
+        *,
+        text_column: str | None = None,
+        prefix: str = "",
+        num_proc: int | None = None,
+        batch_size: int = 2048,
+    ) -> Any:
+        """A Hugging Face ``Dataset`` (or each split of a ``DatasetDict``) with one float32
+        column per finding of ``classes_`` (``prefix`` before its name) after its own: the
+        states :meth:`predict_states` gives (null: not mentioned; a report without a word has
+        none), through ``Dataset.map(batched=True)``, read from the dataset's memory-mapped
+        files ``batch_size`` reports at a time. ``num_proc``: in that many processes, each
+        loading the embedder once. The report column is found as in a table (``text_column``
+        when ambiguous). Needs ``pip install "reportfed[datasets]"``."""
+        from reportfed.data.hf import label_dataset
+
+        return label_dataset(
+            self,
+            dataset,
+            text_column=text_column,
+            prefix=prefix,
+            num_proc=num_proc,
+            batch_size=batch_size,
+        )
+
     def predict_evidence(
         self, texts: Sequence[str], ids: Sequence[str] | None = None
     ) -> pd.DataFrame:

@@ -202,7 +202,6 @@ REACHED_THROUGH = {
     "reportfed.cli.options": ("test_cli.py", "reportfed: warning:"),
     "reportfed.cli.train": ("test_cli.py", '"train"'),
     "reportfed.core.characters": ("test_behaviour.py", "invisible characters"),
-    "reportfed.core.paths": ("test_cli.py", "REPORTFED_CACHE_DIR"),
     "reportfed.core.public": ("test_public_api.py", "__all__"),
     "reportfed.core.telemetry": ("test_cli.py", "telemetry"),
     "reportfed.embed.base": ("test_embed.py", "minilm"),

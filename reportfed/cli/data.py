@@ -4,7 +4,9 @@ embedding cache)."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -14,7 +16,7 @@ import pandas as pd
 from reportfed.cli.options import (
     add_embedder_options,
     add_granularity,
-    add_text_column,
+    add_report_columns,
     check_outputs,
     label_counts,
     names,
@@ -24,8 +26,10 @@ from reportfed.core.errors import ReportfedError
 from reportfed.core.files import atomic_write, table_data
 from reportfed.core.labels import CHEXPERT_14
 from reportfed.data.mimic import LABELERS, SECTIONS, SPLITS
+from reportfed.data.partition import TEST_FRACTION, split_rows
 
 if TYPE_CHECKING:
+    from reportfed.data.mimic import MimicCounts
     from reportfed.text.findings import Findings
 
 
@@ -94,7 +98,7 @@ def _corpus_iu(args: argparse.Namespace) -> None:
 
     labels = _corpus_labels(args)
     archive = [("--archive", Path(args.archive))] if args.archive else []
-    check_outputs([], tables=[("--out", Path(args.out))], inputs=archive + _findings_input(args))
+    _check_corpus_out(args, archive + _findings_input(args))
     findings = _defined(args)
     frame = load_iu_frame(args.archive, granuloma_as_lesion=args.granuloma_as_lesion)
     frame = frame[frame["text"] != ""]
@@ -116,9 +120,21 @@ def _corpus_iu(args: argparse.Namespace) -> None:
         ],
         axis=1,
     )
-    atomic_write(args.out, table_data(out, args.out))
+    if args.format == "hf":
+        from reportfed.data.hf import SplitWriter
+
+        train, test = split_rows(len(out), TEST_FRACTION, np.random.default_rng(args.seed))
+        with SplitWriter(args.out, ["train", "test"], [*labels, *read.columns]) as dataset:
+            dataset.append("train", out.iloc[train])
+            dataset.append("test", out.iloc[test])
+        kind = (
+            f" as a Hugging Face dataset ({len(train)} train, {len(test)} test: seed {args.seed})"
+        )
+    else:
+        atomic_write(args.out, table_data(out, args.out))
+        kind = ""
     say(
-        f"wrote {len(out)} IU reports to {args.out} (left out the {unindexed} that IU never "
+        f"wrote {len(out)} IU reports to {args.out}{kind} (left out the {unindexed} that IU never "
         "indexed, MeSH 'No Indexing': they have no labels)\n"
         + label_counts(labels, out[labels].to_numpy(float))
         + (
@@ -134,7 +150,6 @@ def _corpus_mimic(args: argparse.Namespace) -> None:
     """A site table from a local MIMIC-CXR copy, streamed (:mod:`reportfed.data.mimic`)."""
     from tqdm.auto import tqdm
 
-    from reportfed.core.files import StagedTables
     from reportfed.data.mimic import STAND_IN, MimicCounts, iter_mimic, stand_in
 
     if args.root is None:
@@ -142,8 +157,7 @@ def _corpus_mimic(args: argparse.Namespace) -> None:
     if args.granuloma_as_lesion:
         raise ReportfedError("--granuloma-as-lesion is IU's (its MeSH terms); MIMIC has labels")
     labels = _corpus_labels(args)
-    inputs = [("--root", Path(args.root)), *_findings_input(args)]
-    check_outputs([], tables=[("--out", Path(args.out))], inputs=inputs)
+    _check_corpus_out(args, [("--root", Path(args.root)), *_findings_input(args)])
     findings = _defined(args)
     columns = [CHEXPERT_14.index(n) for n in labels]
     counts = MimicCounts()
@@ -169,7 +183,7 @@ def _corpus_mimic(args: argparse.Namespace) -> None:
         out = pd.DataFrame({"id": [r[0] for r in batch], "Reports": texts})
         return pd.concat([out, states], axis=1)
 
-    with StagedTables([args.out]) as staged:
+    with _mimic_sink(args, [*labels, *names[len(labels) :]], counts) as sink:
         batch: list[tuple[str, str, np.ndarray]] = []
         for n, row in enumerate(tqdm(rows, desc="reports", unit="report", leave=False)):
             if args.sample is not None:
@@ -180,8 +194,7 @@ def _corpus_mimic(args: argparse.Namespace) -> None:
                 continue
             batch.append(row)
             if len(batch) == 4096:
-                staged.append(args.out, frame(batch))
-                written += len(batch)
+                written += sink(frame(batch))
                 batch = []
         if args.sample is not None:
             if counts.kept < args.sample:
@@ -192,14 +205,13 @@ def _corpus_mimic(args: argparse.Namespace) -> None:
         if not batch and not written:
             raise ReportfedError(counts.why_empty(Path(args.root), args.sections, args.split))
         if batch:
-            staged.append(args.out, frame(batch))
-            written += len(batch)
+            written += sink(frame(batch))
     left = [
         f"{counts.unlabelled} reports without a label row",
         f"{counts.without_report} labelled studies without a report",
     ]
-    if args.split:
-        left.append(f"{counts.other_split} reports of other splits")
+    if args.split or args.format == "hf":
+        left.append(f"{counts.other_split} reports of other splits or none")
     if counts.empty:
         left.append(f"{counts.empty} reports without {args.sections} text")
     if counts.repeated:
@@ -215,9 +227,59 @@ def _corpus_mimic(args: argparse.Namespace) -> None:
     say(
         f"wrote {written} MIMIC-CXR reports ({args.labeler} labels, {args.sections} sections"
         + (f", {args.split} split" if args.split else "")
-        + f") to {args.out}; left out: {', '.join(left)}\n"
+        + f") to {args.out}"
+        + (" as a Hugging Face dataset of its official splits" if args.format == "hf" else "")
+        + f"; left out: {', '.join(left)}\n"
         + _tally_lines(names, tally)
     )
+
+
+def _check_corpus_out(args: argparse.Namespace, inputs: list[tuple[str, Path]]) -> None:
+    """Before any work: ``--out`` a table to write, or with ``--format hf`` a dataset's folder."""
+    out = [("--out", Path(args.out))]
+    if args.format == "hf":
+        from reportfed.data.hf import check_dataset_folder
+
+        check_dataset_folder(Path(args.out))
+        check_outputs([], inputs=inputs + out)
+    else:
+        check_outputs([], tables=out, inputs=inputs)
+
+
+@contextlib.contextmanager
+def _mimic_sink(
+    args: argparse.Namespace, labels: list[str], counts: MimicCounts
+) -> Iterator[Callable[[pd.DataFrame], int]]:
+    """Where ``corpus mimic``'s rows go, a frame at a time (how many were written, returned):
+    the ``--out`` table, or with ``--format hf`` a dataset of the official splits (the split
+    file's), each row in its study's (a study the split file lacks is left out, counted in
+    ``counts.other_split``)."""
+    if args.format != "hf":
+        from reportfed.core.files import StagedTables
+
+        with StagedTables([args.out]) as staged:
+
+            def write(frame: pd.DataFrame) -> int:
+                staged.append(args.out, frame)
+                return len(frame)
+
+            yield write
+        return
+    from reportfed.data.hf import SplitWriter
+    from reportfed.data.mimic import official_splits
+
+    split_of = official_splits(Path(args.root))
+    splits = [args.split] if args.split else list(SPLITS)
+    with SplitWriter(args.out, splits, labels) as dataset:
+
+        def append(frame: pd.DataFrame) -> int:
+            split = frame["id"].map(split_of)
+            counts.other_split += int(split.isna().sum())
+            for name, rows in frame.groupby(split, sort=False):
+                dataset.append(str(name), rows)
+            return int(split.notna().sum())
+
+        yield append
 
 
 def cmd_embed(args: argparse.Namespace) -> None:
@@ -227,14 +289,15 @@ def cmd_embed(args: argparse.Namespace) -> None:
     from reportfed.embed import make_embedder
     from reportfed.embed.granularity import embed_reports
 
-    usable, skipped = count_reports(args.reports, text_column=args.text_column)
+    source = {"text_column": args.text_column, "split": args.split}
+    usable, skipped = count_reports(args.reports, **source)
     embedder = make_embedder(
         args.embedder, base_url=args.base_url, backend=args.backend, precision=args.precision
     )
     counts = {"new": 0, "cached": 0}
     start = time.perf_counter()
     with tqdm(total=usable, desc="reports", unit="report", leave=False) as bar:
-        for chunk in iter_reports(args.reports, text_column=args.text_column):
+        for chunk in iter_reports(args.reports, **source):
             found: dict[str, int] = {}
             embed_reports(
                 chunk.texts,
@@ -264,7 +327,20 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         choices=["iu", "mimic"],
         help="the corpus: iu, the IU chest X-ray reports; mimic, a local MIMIC-CXR copy",
     )
-    p.add_argument("--out", required=True, help="output CSV or Parquet")
+    p.add_argument(
+        "--out",
+        required=True,
+        help="output CSV or Parquet, or with --format hf the dataset's folder",
+    )
+    p.add_argument(
+        "--format",
+        choices=("table", "hf"),
+        default="table",
+        help="table: a table by --out's suffix; hf: a Hugging Face DatasetDict (save_to_disk) "
+        f"of the official splits: MIMIC-CXR's split file's; IU's train and test, "
+        f"{TEST_FRACTION:.0%} of the reports drawn for test by --seed as the experiments draw "
+        "a repeat's; labels as float32 columns (1, 0, -1, null blank)",
+    )
     p.add_argument("--archive", default=None, help="iu: NLMCXR_reports.tgz (else resolved)")
     p.add_argument(
         "--root",
@@ -307,7 +383,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="keep N reports drawn at random, a small site (default: every report)",
     )
-    p.add_argument("--seed", type=int, default=0, help="seed of --sample")
+    p.add_argument("--seed", type=int, default=0, help="seed of --sample and of IU's test split")
     p.add_argument(
         "--labels",
         default=None,
@@ -320,6 +396,6 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         "--reports", required=True, help="CSV/Parquet with a text column, or headerless CSV"
     )
     add_granularity(p)
-    add_text_column(p)
+    add_report_columns(p)
     add_embedder_options(p)
     p.set_defaults(func=cmd_embed)

@@ -11,7 +11,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from reportfed.cli.options import add_embedder_options, add_text_column, check_outputs, say, warn
+from reportfed.cli.options import (
+    add_embedder_options,
+    add_report_columns,
+    check_outputs,
+    say,
+    warn,
+)
 from reportfed.core.errors import ReportfedError
 from reportfed.core.files import StagedTables
 from reportfed.pages.review import REVIEW_LIMIT, ReviewPage
@@ -29,15 +35,22 @@ def cmd_label(args: argparse.Namespace) -> None:
     from reportfed.default_model import load_default_reader
     from reportfed.reader import ReportReader
 
-    out = Path(args.out)
+    hf_out = args.format == "hf"
+    out = Path(args.out or ("labeled_reports" if hf_out else "labeled_reports.csv"))
+    dataset = _DatasetOut(args, out) if hf_out else None
     extra = {flag: Path(value) for flag, value in
              (("--probabilities", args.probabilities), ("--evidence", args.evidence)) if value}  # fmt: skip
-    paths = [("--out", out), *extra.items()]
+    paths = [*([] if dataset else [("--out", out)]), *extra.items()]
     review = [("--review", Path(args.review))] if args.review else []
     inputs = [("--reports", Path(args.reports))]
     inputs += [("--findings", Path(args.findings))] if args.findings else []
+    inputs += [("--out", out)] if dataset else []
     check_outputs(review, tables=paths, inputs=inputs)
-    usable, skipped = count_reports(args.reports, text_column=args.text_column)
+    parts = dataset.splits if dataset else [args.split]
+    usable = skipped = 0
+    for part in parts:
+        counted = count_reports(args.reports, text_column=args.text_column, split=part)
+        usable, skipped = usable + counted[0], skipped + counted[1]
     if skipped:
         say(
             f"skipped {skipped} reports that are empty, missing or without a word "
@@ -52,6 +65,8 @@ def cmd_label(args: argparse.Namespace) -> None:
     for line in beyond_lexicon(labeler.provenance_):
         say(f"the model reads {line}")
     names = list(labeler.classes_)
+    if dataset:
+        dataset.check(names)
     written = dict(paths)
     page = ReviewPage(names) if args.review else None
     start = time.perf_counter()
@@ -59,11 +74,16 @@ def cmd_label(args: argparse.Namespace) -> None:
     mixed, mixed_shown = 0, list[str]()  # reports read but for sentences in another language
     done, id_hashes = 0, []  # reports labelled; a 64-bit hash of each id, to find duplicates
     text = not args.no_text  # the report text copied into --out and --probabilities
+    chunks = (
+        (part, chunk)
+        for part in parts
+        for chunk in iter_reports(args.reports, text_column=args.text_column, split=part)
+    )
     with (
         StagedTables(list(written.values())) as staged,
         tqdm(total=usable, desc="labelling", unit="report", leave=False) as bar,
     ):
-        for chunk in iter_reports(args.reports, text_column=args.text_column):
+        for part, chunk in chunks:
             clash = [n for n in names if n in ("Reports", chunk.id_column)]
             if clash:
                 raise ReportfedError(
@@ -79,7 +99,10 @@ def cmd_label(args: argparse.Namespace) -> None:
             done += len(chunk)
             if chunk.id_column:
                 id_hashes.append(np.fromiter(map(hash, chunk.ids), np.int64, len(chunk)))
-            staged.append(written["--out"], _table(chunk, names, read.states, text))
+            if dataset:
+                dataset.states[part][list(chunk.positions)] = read.states
+            else:
+                staged.append(written["--out"], _table(chunk, names, read.states, text))
             if "--probabilities" in extra:
                 staged.append(written["--probabilities"], _table(chunk, names, read.proba, text))
             if "--evidence" in extra and read.evidence is not None:
@@ -95,6 +118,8 @@ def cmd_label(args: argparse.Namespace) -> None:
             bar.update(len(chunk))
         if page is not None:  # inside: a page that cannot be written leaves no table either
             page.write(args.review)
+        if dataset:  # last inside: a dataset that cannot be written leaves no table either
+            dataset.write(out)
     shared = _shared_ids(id_hashes)
     if shared:
         warn(
@@ -114,12 +139,62 @@ def cmd_label(args: argparse.Namespace) -> None:
             f"{unread} report(s) say nothing the labeler can read "
             f"(only section headers, or not English), so they have no state (ids {shown})"
         )
+    kind = f" (a Hugging Face dataset{dataset.said()})" if dataset else ""
     say(
-        f"labelled {usable} reports in {time.perf_counter() - start:.2f} s -> {out}"
+        f"labelled {usable} reports in {time.perf_counter() - start:.2f} s -> {out}{kind}"
         " (1 positive, 0 negated, -1 uncertain, blank not mentioned)"
     )
     if page is not None:
         say(f"review page: {args.review} ({len(page.reports):,} reports; open it in a browser)")
+
+
+class _DatasetOut:
+    """``--format hf``: the input dataset's rows, every column kept, with a label column per
+    finding (``--prefix`` before its name), saved with ``save_to_disk``; every split of a
+    ``DatasetDict`` unless ``--split`` names one."""
+
+    def __init__(self, args: argparse.Namespace, out: Path) -> None:
+        from reportfed.data import hf
+
+        if not hf.is_dataset(args.reports):
+            raise ReportfedError(
+                "--format hf writes the input dataset's rows with label columns: --reports must "
+                "name a Hugging Face dataset (a save_to_disk folder, a folder of Arrow or Parquet "
+                "shards, hf://datasets/OWNER/NAME); a table's labels go to --out FILE"
+            )
+        if args.no_text:
+            raise ReportfedError("--no-text is for tables; --format hf keeps the input's columns")
+        source, target = Path(args.reports).resolve(), out.resolve()
+        if source.is_relative_to(target) or target.is_relative_to(source):
+            raise ReportfedError(f"--out {out} would write over or inside --reports")
+        hf.check_dataset_folder(out)
+        self.loaded = hf.load(args.reports)
+        self.prefix: str = args.prefix
+        self.splits = [args.split] if args.split is not None else hf.splits(self.loaded)
+        self.parts = {s: hf.choose_split(self.loaded, args.reports, s) for s in self.splits}
+        #: each split's states, a row per row (NaN: not mentioned, or a report skipped)
+        self.states: dict[str | None, np.ndarray] = {}
+
+    def check(self, names: list[str]) -> None:
+        """Before labelling: no column of the dataset is one the labels would take."""
+        from reportfed.data import hf
+
+        self.names = [self.prefix + n for n in names]
+        for part in self.parts.values():
+            hf.with_states(part.select(range(0)), self.names, np.zeros((0, len(names))))
+        self.states = {s: np.full((len(p), len(names)), np.nan, np.float32)
+                       for s, p in self.parts.items()}  # fmt: skip
+
+    def write(self, out: Path) -> None:
+        from datasets import DatasetDict
+
+        from reportfed.data import hf
+
+        labelled = {s: hf.with_states(p, self.names, self.states[s]) for s, p in self.parts.items()}
+        hf.save_dataset(labelled[None] if None in labelled else DatasetDict(labelled), out)
+
+    def said(self) -> str:
+        return f", splits {', '.join(map(str, self.parts))}" if None not in self.parts else ""
 
 
 class _HelpWithModel(argparse.Action):
@@ -223,9 +298,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--help), else the default model where it is built",
     )
     p.add_argument(
-        "--reports", required=True, help="CSV/Parquet with a text column, or headerless CSV"
+        "--reports",
+        required=True,
+        help="CSV/Parquet with a text column, or headerless CSV; or a Hugging Face dataset: a "
+        "save_to_disk folder, a folder of Arrow or Parquet shards, hf://datasets/OWNER/NAME from "
+        "the local hub cache (docs/datasets.md)",
     )
-    add_text_column(p)
+    add_report_columns(p)
     p.add_argument(
         "--model",
         default=None,
@@ -235,8 +314,23 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--out",
-        default="labeled_reports.csv",
-        help="the labels written (.csv, .csv.gz, .tsv, .tsv.gz, .parquet, .pq or .xlsx)",
+        default=None,
+        help="the labels written (.csv, .csv.gz, .tsv, .tsv.gz, .parquet, .pq or .xlsx; default "
+        "labeled_reports.csv), or with --format hf the dataset's folder (default labeled_reports)",
+    )
+    p.add_argument(
+        "--format",
+        choices=("table", "hf"),
+        default="table",
+        help="table: a table by --out's suffix; hf: a Hugging Face dataset (save_to_disk) of the "
+        "input dataset's rows and columns with a label column per finding, every split unless "
+        "--split names one",
+    )
+    p.add_argument(
+        "--prefix",
+        default="",
+        help="--format hf: put each label column under this prefix and the finding's name (for a "
+        "dataset that has columns of those names, reference labels say)",
     )
     p.add_argument(
         "--probabilities", default=None, help="also write per-label presence probabilities here"

@@ -64,9 +64,9 @@ def names(text: str) -> list[str]:
 
 
 def label_counts(labels: Sequence[str], y: np.ndarray) -> str:
-    """One line per label: its positive and missing cells in ``y``."""
+    """One line per label: its positive (1) and missing cells in ``y``."""
     rows = [
-        f"  {n:<28}{int(np.nansum(y[:, i])):>6} positive  {int(np.isnan(y[:, i]).sum()):>5} missing"
+        f"  {n:<28}{int((y[:, i] == 1).sum()):>6} positive  {int(np.isnan(y[:, i]).sum()):>5} missing"
         for i, n in enumerate(labels)
     ]
     return "\n".join(rows)
@@ -140,13 +140,20 @@ def add_granularity(p: argparse.ArgumentParser) -> None:
     )
 
 
-def add_text_column(p: argparse.ArgumentParser) -> None:
-    """``--text-column`` (which column holds the reports)."""
+def add_report_columns(p: argparse.ArgumentParser) -> None:
+    """``--text-column`` (which column holds the reports) and ``--split`` (which split of a
+    Hugging Face dataset)."""
     p.add_argument(
         "--text-column",
         default=None,
         help="the report column (default: the first of Reports, Report Impression, REPORT, "
         "report, text)",
+    )
+    p.add_argument(
+        "--split",
+        default=None,
+        help="the split of a Hugging Face dataset with several (a DatasetDict, or shards named "
+        "by split)",
     )
 
 

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 
 def cmd_train(args: argparse.Namespace) -> None:
+    from reportfed.data.hf import is_dataset
     from reportfed.data.table import read_table
     from reportfed.text.findings import read_findings
 
@@ -44,6 +45,7 @@ def cmd_train(args: argparse.Namespace) -> None:
             uncertain=site.uncertain,
             blank=site.blank,
             require_labels=True,
+            split=args.split if is_dataset(p) else None,
         )
         for p in args.node
     ]
@@ -171,7 +173,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--node",
         action="append",
         required=True,
-        help="a site's reports table with label columns (repeatable: one per site)",
+        help="a site's reports table with label columns, or a Hugging Face dataset with them "
+        "(repeatable: one per site)",
+    )
+    p.add_argument(
+        "--split",
+        default=None,
+        help="the split read of each --node that is a Hugging Face dataset with several",
     )
     p.add_argument(
         "--custom-labels",

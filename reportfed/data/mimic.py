@@ -293,6 +293,17 @@ def read_split(path: Path, split: Split, key: str = "study_id") -> set[str]:
     return kept
 
 
+def official_splits(root: Path) -> dict[str, str]:
+    """Each study id of the official split file under ``root`` -> its split (``train``,
+    ``validate``, ``test``), or an :class:`InputFileError` where there is no split file."""
+    path = find_file(root, SPLIT_FILE)
+    if path is None:
+        raise InputFileError(
+            f"{root}: no {SPLIT_FILE} (the official splits) in it or the two folders below"
+        )
+    return {study: split for split in SPLITS for study in read_split(path, split)}
+
+
 @dataclass
 class MimicCounts:
     """What a pass over MIMIC-CXR found: reports kept, reports without a label row, labelled

@@ -34,6 +34,10 @@ def split_labels(
     return [LabelSpace(tuple(labels[i] for i in sorted(shared + part.tolist()))) for part in parts]
 
 
+#: the share of reports a train/test split holds out for test (the experiments' protocol)
+TEST_FRACTION = 0.2
+
+
 def split_rows(
     n_rows: int, fraction: float, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray]:

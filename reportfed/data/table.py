@@ -30,6 +30,7 @@ from reportfed.core.characters import as_read
 from reportfed.core.config import Blank, Uncertain
 from reportfed.core.errors import ConfigError, InputFileError, LabelError
 from reportfed.core.labels import LabelledRows, LabelSpace, is_known
+from reportfed.data import hf
 
 TEXT_COLUMNS = ("Reports", "Report Impression", "REPORT", "report", "text")
 _UNCERTAIN_VALUE = {"zeros": 0.0, "ones": 1.0, "ignore": np.nan}
@@ -70,6 +71,8 @@ class ReportTable(LabelledRows):
     blank_columns: tuple[str, ...] = ()
     ignored_columns: tuple[str, ...] = ()
     corrected: Mapping[tuple[int, str], float] = field(default_factory=dict)
+    #: each report's row in its source, counted from 0 (read in chunks: :func:`iter_reports`)
+    positions: tuple[int, ...] = ()
 
     ROWS: ClassVar[str] = "texts"
 
@@ -78,6 +81,7 @@ class ReportTable(LabelledRows):
         return {
             **super()._subset_fields(idx),
             "ids": [self.ids[i] for i in idx.tolist()],
+            "positions": tuple(self.positions[i] for i in idx.tolist()) if self.positions else (),
             "corrected": {(new[r], c): v for (r, c), v in self.corrected.items() if r in new},
         }
 
@@ -315,7 +319,7 @@ def training_labels(states: np.ndarray, uncertain: Uncertain, blank: Blank) -> n
 
 
 def parse_label_column(
-    path: Path,
+    path: str | Path,
     column: str,
     values: pd.Series,
     uncertain: Uncertain,
@@ -358,6 +362,7 @@ def read_table(
     uncertain: Uncertain = "zeros",
     blank: Blank = "negative",
     require_labels: bool = False,
+    split: str | None = None,
 ) -> ReportTable:
     """Read a reports table.
 
@@ -365,7 +370,9 @@ def read_table(
     ----------
     path:
         CSV (UTF-8) or Parquet. A headerless single-column CSV (the CheXpert labeler's input) is
-        read as one report per row.
+        read as one report per row. Or a Hugging Face dataset (:mod:`reportfed.data.hf`): a
+        ``save_to_disk`` folder, a folder of Arrow or Parquet shards, ``hf://datasets/OWNER/NAME``
+        from the local hub cache; its ids are its ``id`` column, else each row's index.
     text_column:
         Name of the text column; by default the first of :data:`TEXT_COLUMNS` present.
     label_columns:
@@ -385,19 +392,26 @@ def read_table(
         labeler's output and MIMIC-CXR's tables) or ``"ignore"`` (not annotated).
     require_labels:
         Raise if no label column is found (training tables).
+    split:
+        The split of a dataset with several (:func:`reportfed.data.hf.choose_split`).
 
     Empty report cells, cells such as ``NaN``, ``NA``, ``null`` that stand for a missing value,
     and cells without a word (``12345``) are skipped; their count is in ``ReportTable.skipped_empty``. An ``id`` column is kept
     in ``ReportTable.ids``; columns that are neither text, id, labels nor
     :data:`CORPUS_COLUMNS` are named in ``ReportTable.ignored_columns``.
     """
-    path = _table_path(path)
     if uncertain not in _UNCERTAIN_VALUE:
         raise ConfigError(f"uncertain must be one of {sorted(_UNCERTAIN_VALUE)}, got {uncertain!r}")
     if blank not in _BLANK_VALUE:
         raise ConfigError(f"blank must be one of {sorted(_BLANK_VALUE)}, got {blank!r}")
-    frame, first_row = _read_frame(path, text_column)
-    column = _text_column(path, list(frame.columns), text_column, first_row)
+    if hf.is_dataset(path):
+        data = _dataset(path, split)
+        column = dataset_text_column(path, data, text_column)
+        frame, first_row = data.to_pandas(), 0
+    else:
+        path = _table_path(path, split=split)
+        frame, first_row = _read_frame(path, text_column)
+        column = _text_column(path, list(frame.columns), text_column, first_row)
     if frame.empty:
         raise InputFileError(f"{path}: no rows")
 
@@ -452,7 +466,7 @@ def read_table(
     reports = _reports(path, frame, column, first_row)
     if not reports.texts:
         raise _no_usable_text(path, f"column {column!r}", len(frame))
-    keep = np.array([_report_text(t) != "" for t in frame[column].tolist()], dtype=bool)
+    keep = np.array([report_text(t) != "" for t in frame[column].tolist()], dtype=bool)
     corrected = _corrected(path, frame, label_columns, space, first_row)
     kept_row = np.cumsum(keep) - 1
     return replace(
@@ -470,7 +484,7 @@ def read_table(
 
 
 def _corrected(
-    path: Path, frame: pd.DataFrame, columns: list[str], space: LabelSpace, first_row: int
+    path: str | Path, frame: pd.DataFrame, columns: list[str], space: LabelSpace, first_row: int
 ) -> dict[tuple[int, str], float]:
     """The cells :data:`CORRECTED_COLUMN` names, by frame row and label, with their four-state
     values; a name that is no label column of the table is an error naming its row."""
@@ -501,13 +515,21 @@ REPORT_CHUNK = 2048
 
 
 def iter_reports(
-    path: str | Path, *, text_column: str | None = None, rows: int = REPORT_CHUNK
+    path: str | Path,
+    *,
+    text_column: str | None = None,
+    split: str | None = None,
+    rows: int = REPORT_CHUNK,
 ) -> Iterator[ReportTable]:
     """The reports of a table ``rows`` file rows at a time (texts and ids; labels are not read),
     so a table of any size is read in flat memory. Each chunk is a :class:`ReportTable` with its
-    own ``skipped_empty``; ids are as :func:`read_table` gives them. A malformed row raises when
-    its chunk is read: :func:`count_reports` checks the whole file first."""
-    path = _table_path(path)
+    own ``skipped_empty`` and each report's ``positions``; ids are as :func:`read_table` gives
+    them (``split``: as there). A malformed row raises when its chunk is read:
+    :func:`count_reports` checks the whole file first."""
+    if hf.is_dataset(path):
+        yield from _dataset_reports(path, text_column, split, rows)
+        return
+    path = _table_path(path, split=split)
     if _is_parquet(path):
         file = _parquet_file(path)
         names = list(file.schema_arrow.names)
@@ -526,19 +548,55 @@ def iter_reports(
             for batch in _batched(records, rows)
         )
         first_row = layout.first_row
+    start = 0
     for frame in frames:
-        yield _reports(path, frame, column, first_row)
-        first_row += len(frame)
+        yield _reports(path, frame, column, first_row + start, start)
+        start += len(frame)
 
 
-def count_reports(path: str | Path, *, text_column: str | None = None) -> tuple[int, int]:
+def _dataset(path: str | Path, split: str | None) -> Any:
+    """The dataset (one split) ``path`` names, memory-mapped (:mod:`reportfed.data.hf`)."""
+    return hf.choose_split(hf.load(path), path, split)
+
+
+def dataset_text_column(path: str | Path, data: Any, text_column: str | None) -> str:
+    """The text column of the Hugging Face dataset ``data`` (read from ``path``): as a table's (:func:`_find_text_column`), and a
+    column of strings."""
+    column = _find_text_column(data.column_names, text_column)
+    if column is None:
+        wanted = repr(text_column) if text_column else f"one of {list(TEXT_COLUMNS)}"
+        raise InputFileError(f"{path}: no text column {wanted}; columns are {data.column_names}")
+    if column not in hf.string_columns(data):
+        raise InputFileError(
+            f"{path}: column {column!r} holds {data.features[column]} values, not report text"
+        )
+    return str(column)
+
+
+def _dataset_reports(
+    path: str | Path, text_column: str | None, split: str | None, rows: int
+) -> Iterator[ReportTable]:
+    """:func:`iter_reports` of a Hugging Face dataset: its ids are its ``id`` column, else each
+    row's index (from 0)."""
+    data = _dataset(path, split)
+    column = dataset_text_column(path, data, text_column)
+    wanted = [column, *(["id"] if "id" in data.column_names and column != "id" else [])]
+    start = 0
+    for batch in hf.batches(data, wanted, rows):
+        frame = pd.DataFrame(batch, columns=wanted, dtype=object)
+        yield _reports(path, frame, column, start, start)
+        start += len(frame)
+
+
+def count_reports(
+    path: str | Path, *, text_column: str | None = None, split: str | None = None
+) -> tuple[int, int]:
     """``(usable, skipped)`` report counts of a table, read through once in flat memory: every
     row is checked, so a malformed row is found before long work starts (:func:`iter_reports`)."""
     usable = skipped = 0
-    for chunk in iter_reports(path, text_column=text_column):
+    for chunk in iter_reports(path, text_column=text_column, split=split):
         usable += len(chunk)
         skipped += chunk.skipped_empty
-    path = Path(path)
     if not usable + skipped:
         raise InputFileError(f"{path}: no rows")
     if not usable:
@@ -553,9 +611,12 @@ def _batched(items: Iterator[list[str]], size: int) -> Iterator[list[list[str]]]
         yield batch
 
 
-def _table_path(path: str | Path, what: str = "a reports table") -> Path:
-    """``path`` as the path of a ``what``, or an :class:`InputFileError` saying why not."""
+def _table_path(path: str | Path, what: str = "a reports table", split: str | None = None) -> Path:
+    """``path`` as the path of a ``what``, or an :class:`InputFileError` saying why not
+    (``split``: a dataset's, which a table has not)."""
     path = Path(path)
+    if split is not None:
+        raise InputFileError(f"{path}: a table has no splits; --split chooses a dataset's")
     if path.is_dir():
         raise InputFileError(f"{path}: is a directory, not {what}")
     if not path.is_file():
@@ -603,29 +664,32 @@ def _container(path: Path) -> str | None:
 def _text_column(path: Path, columns: list[Any], text_column: str | None, first_row: int) -> Any:
     """The text column of a table with ``columns`` (``0`` in a headerless one; see
     :func:`_read_frame`), or an :class:`InputFileError` naming the columns there are."""
-    column = _find_text_column(columns, text_column) if first_row == 2 else 0
+    column = _find_text_column(columns, text_column) if first_row != 1 else 0
     if column is None:
         wanted = repr(text_column) if text_column else f"one of {list(TEXT_COLUMNS)}"
         raise InputFileError(f"{path}: no text column {wanted}; columns are {columns}")
     return column
 
 
-def _no_usable_text(path: Path, where: str, rows: int) -> InputFileError:
+def _no_usable_text(path: str | Path, where: str, rows: int) -> InputFileError:
     return InputFileError(
         f"{path}: no usable report text in {where} (all {rows} empty, missing or without a word)"
     )
 
 
-def _reports(path: Path, frame: pd.DataFrame, column: Any, first_row: int) -> ReportTable:
-    """The usable reports of ``frame`` (file row ``first_row`` first) with their ids: the ``id``
-    column, else the file row."""
-    texts = [_report_text(t) for t in frame[column].tolist()]
+def _reports(
+    path: str | Path, frame: pd.DataFrame, column: Any, first_row: int, start: int = 0
+) -> ReportTable:
+    """The usable reports of ``frame`` (file row ``first_row`` first, ``start`` rows after the
+    source's first) with their ids: the ``id`` column, else the file row."""
+    texts = [report_text(t) for t in frame[column].tolist()]
     if "id" in frame.columns:
         ids = [str(x) for x in frame["id"].tolist()]
     else:
         ids = [str(i + first_row) for i in range(len(frame))]
     kept = [(t, i) for t, i in zip(texts, ids, strict=True) if t]
     return ReportTable(
+        positions=tuple(start + k for k, t in enumerate(texts) if t),
         texts=[t for t, _ in kept],
         labels=np.zeros((len(kept), 0), dtype=np.float32),
         label_space=LabelSpace(()),
@@ -643,7 +707,7 @@ def _is_text(column: pd.Series) -> bool:
     )
 
 
-def _report_text(value: object) -> str:
+def report_text(value: object) -> str:
     """A report cell as text, as read (:func:`~reportfed.core.characters.as_read`); "" for a missing value (None, NaN, or a cell like ``NA``) and for
     a cell without a word (``12345``, ``3.14``, ``-1``: a number is no report)."""
     text = as_read(_cell(value))
