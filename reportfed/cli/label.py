@@ -100,7 +100,7 @@ def cmd_label(args: argparse.Namespace) -> None:
             if chunk.id_column:
                 id_hashes.append(np.fromiter(map(hash, chunk.ids), np.int64, len(chunk)))
             if dataset:
-                dataset.states[part][list(chunk.positions)] = read.states
+                dataset.add(part, chunk, read.states)
             else:
                 staged.append(written["--out"], _table(chunk, names, read.states, text))
             if "--probabilities" in extra:
@@ -181,9 +181,13 @@ class _DatasetOut:
 
         self.names = [self.prefix + n for n in names]
         for part in self.parts.values():
-            hf.with_states(part.select(range(0)), self.names, np.zeros((0, len(names))))
+            hf.check_columns_free(part, self.names)
         self.states = {s: np.full((len(p), len(names)), np.nan, np.float32)
                        for s, p in self.parts.items()}  # fmt: skip
+
+    def add(self, split: str | None, chunk: ReportTable, states: np.ndarray) -> None:
+        """A chunk of ``split``'s reports labelled: its states into their rows."""
+        self.states[split][list(chunk.positions)] = states
 
     def write(self, out: Path) -> None:
         from datasets import DatasetDict

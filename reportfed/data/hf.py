@@ -41,7 +41,7 @@ SHARDS = (".arrow", ".parquet")
 
 def is_dataset(path: str | Path) -> bool:
     """Whether ``path`` names a dataset: ``hf://datasets/...``, a ``save_to_disk`` folder or a
-    folder holding Arrow or Parquet shards (at any depth)."""
+    folder holding Arrow or Parquet shards (up to two folders down)."""
     if str(path).startswith(HUB):
         return True
     folder = Path(path)
@@ -49,7 +49,8 @@ def is_dataset(path: str | Path) -> bool:
         return False
     if any((folder / name).is_file() for name in _SAVED):
         return True
-    return any(p.suffix in SHARDS for p in folder.rglob("*") if p.is_file())
+    levels = ("*", "*/*", "*/*/*")  # shards, data/train-*.parquet, default/train/*.arrow
+    return any(p.is_file() for level in levels for s in SHARDS for p in folder.glob(level + s))
 
 
 def datasets_cache() -> Path | None:
@@ -187,6 +188,12 @@ def with_states(ds: Dataset, names: Sequence[str], states: np.ndarray) -> Datase
     per row of ``ds``); an error where ``ds`` has a column of a finding's name already."""
     from datasets import concatenate_datasets
 
+    check_columns_free(ds, names)
+    return concatenate_datasets([ds, state_columns(names, states)], axis=1)
+
+
+def check_columns_free(ds: Dataset, names: Sequence[str]) -> None:
+    """An error where ``ds`` has a column named as one of the label columns ``names``."""
     clash = [n for n in names if n in ds.column_names]
     if clash:
         raise ReportfedError(
@@ -194,7 +201,6 @@ def with_states(ds: Dataset, names: Sequence[str], states: np.ndarray) -> Datase
             f"{', ...' if len(clash) > 3 else ''}): put the label columns under a prefix "
             "(--prefix, prefix=)"
         )
-    return concatenate_datasets([ds, state_columns(names, states)], axis=1)
 
 
 def save_dataset(dataset: Dataset | DatasetDict, out: str | Path) -> Path:
@@ -265,7 +271,7 @@ def label_dataset(
         )
     column = dataset_text_column("the dataset", dataset, text_column)
     names = [prefix + n for n in reader.classes_]
-    with_states(dataset.select(range(0)), names, np.zeros((0, len(names))))  # no column clash
+    check_columns_free(dataset, names)
     labels = dataset.map(
         _Labelling(reader, column, names),
         batched=True,
