@@ -91,6 +91,10 @@ def test_label_reads_a_saved_dataset_and_writes_one_whose_labels_are_the_tables(
         assert kept["id"].tolist() == table["id"].tolist()
         assert np.array_equal(states_of(kept, names), states_of(table, names), equal_nan=True)
     assert labelled["test"].to_pandas().set_index("id").loc["r7", names].isna().all()
+    embedded = reportfed("embed", "--reports", "reports", "--split", "test", cwd=tmp_path)
+    assert embedded.returncode == 0, embedded.stderr
+    assert last_line(embedded).startswith("2 reports -> 384-dim embeddings")
+    assert "skipped 1 empty or wordless reports" in last_line(embedded)
     # the same labels as the committed example output, the README's table
     expected = pd.read_csv(ROOT / "examples" / "labeled_reports.csv")
     both = pd.concat([labelled[s].to_pandas() for s in ("train", "test")])
@@ -245,6 +249,11 @@ def test_corpus_iu_as_a_dataset_has_the_tables_rows_split_as_the_experiments_spl
     )
     assert done.returncode == 0, done.stderr
     assert "as a Hugging Face dataset (160 train, 40 test: seed 0)" in done.stderr
+    trained = reportfed(
+        "train", "--node", "iu", "--split", "train", "--out", "m.safetensors", cwd=tmp_path
+    )
+    assert trained.returncode == 0, trained.stderr
+    assert "node iu: 160 reports" in trained.stderr and (tmp_path / "m.safetensors").is_file()
     assert (
         reportfed("corpus", "iu", "--out", "iu.csv", "--sample", "200", cwd=tmp_path).returncode
         == 0
