@@ -365,7 +365,8 @@ class ReportReader:
         states :meth:`predict_states` gives (null: not mentioned; a report without a word has
         none), through ``Dataset.map(batched=True)``, read from the dataset's memory-mapped
         files ``batch_size`` reports at a time. ``num_proc``: in that many processes, each
-        loading the embedder once. The report column is found as in a table (``text_column``
+        loading the embedder once. An ``IterableDataset`` (streamed) is labelled as it is
+        read. The report column is found as in a table (``text_column``
         when ambiguous). Needs ``pip install "reportfed[datasets]"``."""
         from reportfed.data.hf import label_dataset
 

@@ -217,7 +217,7 @@ def test_read_table_and_iter_reports_read_a_dataset_as_its_table(tmp_path: Path)
     assert [c.positions for c in chunks] == [(0, 1, 2, 3), (4, 5)]
 
 
-def test_label_dataset_gives_predict_states_in_one_process_or_several(
+def test_label_dataset_gives_predict_states_in_one_process_several_or_streamed(
     processes: None, default_labeler, tmp_path: Path
 ) -> None:  # type: ignore[no-untyped-def]
     from reportfed.data.iu import load_iu
@@ -234,6 +234,9 @@ def test_label_dataset_gives_predict_states_in_one_process_or_several(
         got = labelled.to_pandas()[names].to_numpy(dtype=np.float32)
         assert np.array_equal(got[:-1], expected, equal_nan=True), num_proc
         assert np.isnan(got[-1]).all()  # an empty report has no state
+    streamed = default_labeler.label_dataset(reports.to_iterable_dataset(), batch_size=64)
+    rows = [[np.nan if row[n] is None else row[n] for n in names] for row in streamed]
+    assert np.array_equal(np.array(rows[:-1], np.float32), expected, equal_nan=True)
     both = default_labeler.label_dataset(datasets.DatasetDict(a=reports.select(range(5))))
     assert list(both) == ["a"] and both["a"].column_names[-len(names) :] == names
     assert list(tmp_path.iterdir()) == [] and reports.cache_files == []

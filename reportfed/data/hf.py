@@ -134,9 +134,9 @@ def choose_split(loaded: Dataset | DatasetDict, path: str | Path, split: str | N
 
 
 def _is_dict(loaded: Any) -> bool:
-    from datasets import DatasetDict
+    from datasets import DatasetDict, IterableDatasetDict
 
-    return isinstance(loaded, DatasetDict)
+    return isinstance(loaded, DatasetDict | IterableDatasetDict)
 
 
 def string_columns(ds: Dataset) -> list[str]:
@@ -194,7 +194,7 @@ def with_states(ds: Dataset, names: Sequence[str], states: np.ndarray) -> Datase
 
 def check_columns_free(ds: Dataset, names: Sequence[str]) -> None:
     """An error where ``ds`` has a column named as one of the label columns ``names``."""
-    clash = [n for n in names if n in ds.column_names]
+    clash = [n for n in names if n in (ds.column_names or ())]
     if clash:
         raise ReportfedError(
             f"the dataset has columns named as the model's findings ({', '.join(clash[:3])}"
@@ -242,19 +242,17 @@ def check_dataset_folder(out: Path) -> None:
 
 def label_dataset(
     reader: Any,
-    dataset: Dataset | DatasetDict,
+    dataset: Any,
     *,
     text_column: str | None = None,
     prefix: str = "",
     num_proc: int | None = None,
     batch_size: int = 2048,
-) -> Dataset | DatasetDict:
+) -> Any:
     """:meth:`reportfed.reader.ReportReader.label_dataset`."""
-    from datasets import concatenate_datasets
-
+    datasets = _library()
     from reportfed.data.table import dataset_text_column
 
-    _library()
     if _is_dict(dataset):
         return type(dataset)(
             {
@@ -269,33 +267,48 @@ def label_dataset(
                 for name, part in dataset.items()
             }
         )
+    if not isinstance(dataset, datasets.Dataset | datasets.IterableDataset):
+        raise ReportfedError(
+            "label_dataset labels a datasets.Dataset, IterableDataset, DatasetDict or "
+            f"IterableDatasetDict, not a {type(dataset).__name__}"
+        )
     column = dataset_text_column("the dataset", dataset, text_column)
     names = [prefix + n for n in reader.classes_]
     check_columns_free(dataset, names)
+    features = datasets.Features({n: datasets.Value("float32") for n in names})
+    labelling = _Labelling(reader, names)
+    if isinstance(dataset, datasets.IterableDataset):  # streamed: labelled as it is read
+        return dataset.map(
+            labelling,
+            batched=True,
+            batch_size=batch_size,
+            input_columns=[column],
+            features=datasets.Features({**dataset.features, **features}),
+        )
     labels = dataset.map(
-        _Labelling(reader, column, names),
+        labelling,
         batched=True,
         batch_size=batch_size,
         input_columns=[column],
         remove_columns=dataset.column_names,
-        features=state_columns(names, np.zeros((0, len(names)))).features,
+        features=features,
         keep_in_memory=True,  # never a cache file beside the user's dataset
         num_proc=num_proc,
         desc="labelling",
     )
-    return concatenate_datasets([dataset, labels], axis=1)
+    return datasets.concatenate_datasets([dataset, labels], axis=1)
 
 
 class _Labelling:
-    """The function ``Dataset.map`` runs on a batch of reports: their four states, one float32
-    column per finding, null where not mentioned (and for a report without a word, which
+    """The function ``map`` runs on a batch of reports: their four states, one column per
+    finding of ``names``, ``None`` where not mentioned (and for a report without a word, which
     tables skip). It pickles small (the labeler's weights), and each process loads the
     embedder once, on its first batch."""
 
-    def __init__(self, reader: Any, column: str, names: Sequence[str]) -> None:
-        self.reader, self.column, self.names = reader, column, list(names)
+    def __init__(self, reader: Any, names: Sequence[str]) -> None:
+        self.reader, self.names = reader, list(names)
 
-    def __call__(self, reports: list[Any]) -> Any:
+    def __call__(self, reports: list[Any]) -> dict[str, list[float | None]]:
         from reportfed.data.table import report_text
 
         texts = [report_text(t) for t in reports]
@@ -303,7 +316,9 @@ class _Labelling:
         states = np.full((len(texts), len(self.names)), np.nan, np.float32)
         if kept:
             states[kept] = self.reader.predict_states([texts[i] for i in kept])
-        return _state_table(self.names, states)
+        cells = states.astype(object)
+        cells[np.isnan(states)] = None
+        return {n: cells[:, i].tolist() for i, n in enumerate(self.names)}
 
 
 class SplitWriter:

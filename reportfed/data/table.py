@@ -562,6 +562,11 @@ def _dataset(path: str | Path, split: str | None) -> Any:
 def dataset_text_column(path: str | Path, data: Any, text_column: str | None) -> str:
     """The text column of the Hugging Face dataset ``data`` (read from ``path``): as a table's (:func:`_find_text_column`), and a
     column of strings."""
+    if data.column_names is None:
+        raise InputFileError(
+            f"{path}: its columns are not known before it is read (a streamed dataset without "
+            "features): give its features, or load it as a Dataset"
+        )
     column = _find_text_column(data.column_names, text_column)
     if column is None:
         wanted = repr(text_column) if text_column else f"one of {list(TEXT_COLUMNS)}"
