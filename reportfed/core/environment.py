@@ -63,6 +63,19 @@ VARIABLES: tuple[Variable, ...] = (
         "a local copy of the IU archive, used before any other",
     ),
     Variable(
+        "HF_DATASETS_CACHE",
+        "datasets (Hugging Face's)",
+        "unset: reportfed points `datasets` at `datasets` in the user cache",
+        "where `datasets` prepares the Arrow files of a folder of shards or a hub dataset "
+        "reportfed reads (docs/datasets.md); set, it is the user's choice and reportfed keeps it",
+    ),
+    Variable(
+        "HF_HOME",
+        "datasets, huggingface_hub",
+        "unset: as `HF_DATASETS_CACHE`",
+        "Hugging Face's home; set, `datasets` prepares there (under `datasets/`) instead",
+    ),
+    Variable(
         "REPORTFED_NEGBIO",
         "experiments",
         "`../shared/data/negbio/openi_gld_std14.csv` beside the checkout",

@@ -57,9 +57,10 @@ def datasets_cache() -> Path | None:
     """Where ``datasets`` prepares shards it reads: the user's own setting (``HF_DATASETS_CACHE``
     or ``HF_HOME``) where there is one (``None``: ``datasets`` decides), else ``datasets`` in
     reportfed's user cache, never ``~/.cache/huggingface`` unasked."""
+    from reportfed.core.environment import setting
     from reportfed.core.paths import cache_dir
 
-    if os.environ.get("HF_DATASETS_CACHE") or os.environ.get("HF_HOME"):
+    if setting("HF_DATASETS_CACHE") or setting("HF_HOME"):
         return None
     return cache_dir() / "datasets"
 
