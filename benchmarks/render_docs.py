@@ -153,15 +153,17 @@ def many_reports() -> str:
             else "`):"
         ),
         "",
-        "| reports | in and out | input (MB) | output (MB) | wall time (s) | reports/s | peak RSS (MB) |",
-        "| ---: | --- | ---: | ---: | ---: | ---: | ---: |",
+        "| reports | in and out | input (MB) | output (MB) | wall time (s) | reports/s | "
+        "peak RSS (MB) | of it anonymous (MB) |",
+        "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     kinds = {"csv": "CSV", "dataset": "dataset (Arrow)"}
     for row in _current(found):
+        anon = row.get("peak_anon_mb")
         lines.append(
             f"| {row['rows']:,} | {kinds[row.get('input', 'csv')]} | {row['input_mb']:,.0f} | "
             f"{row['output_mb']:,.0f} | {row['wall_s']:,.1f} | {row['reports_per_s']:,.0f} | "
-            f"{row['peak_rss_mb']:,.0f} |"
+            f"{row['peak_rss_mb']:,.0f} | {'—' if anon is None else f'{anon:,.0f}'} |"
         )
     return "\n".join(lines)
 
