@@ -28,6 +28,17 @@ UNCERTAIN = [
 ]
 
 
+@pytest.mark.parametrize(
+    ("text", "finding"),
+    [  # IU's dictation, where an adverb stood inside the hedge and the finding read as positive
+        ("Malignancy cannot be confidently excluded on the available images.", "Lung Lesion"),
+        ("The be difficult to completely exclude a superimposed pneumonia.", "Pneumonia"),
+    ],
+)
+def test_an_adverb_inside_a_hedge_keeps_it_a_hedge(text: str, finding: str) -> None:
+    assert report_assertions(text, [finding]) == {finding: "uncertain"}
+
+
 @pytest.mark.parametrize("template", NEGATIONS)
 def test_negation_cues(template: str) -> None:
     assert report_assertions(template.format(x="pleural effusion"), ["Pleural Effusion"]) == {
