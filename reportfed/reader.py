@@ -368,16 +368,16 @@ class ReportReader:
         loading the embedder once. An ``IterableDataset`` (streamed) is labelled as it is
         read. The report column is found as in a table (``text_column``
         when ambiguous). Needs ``pip install "reportfed[datasets]"``."""
-        from reportfed.data.hf import label_dataset
+        from reportfed.data.hf import is_dict, labelled
 
-        return label_dataset(
-            self,
-            dataset,
-            text_column=text_column,
-            prefix=prefix,
-            num_proc=num_proc,
-            batch_size=batch_size,
-        )
+        if is_dict(dataset):
+            return type(dataset)(
+                {
+                    name: labelled(self, part, text_column, prefix, num_proc, batch_size)
+                    for name, part in dataset.items()
+                }
+            )
+        return labelled(self, dataset, text_column, prefix, num_proc, batch_size)
 
     def predict_evidence(
         self, texts: Sequence[str], ids: Sequence[str] | None = None

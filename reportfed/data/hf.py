@@ -115,13 +115,13 @@ def _hub_snapshot(name: str) -> Path:
 
 def splits(loaded: Dataset | DatasetDict) -> list[str | None]:
     """The split names of ``loaded`` (``[None]``: one dataset without splits)."""
-    return list(loaded) if _is_dict(loaded) else [None]
+    return list(loaded) if is_dict(loaded) else [None]
 
 
 def choose_split(loaded: Dataset | DatasetDict, path: str | Path, split: str | None) -> Dataset:
     """The dataset ``--split`` chooses of ``loaded`` (read from ``path``): a split by name, the
     only split where there is one, the dataset itself where it has no splits."""
-    if not _is_dict(loaded):
+    if not is_dict(loaded):
         if split is not None:
             raise InputFileError(f"{path}: one dataset without splits; leave out --split")
         return loaded
@@ -134,7 +134,9 @@ def choose_split(loaded: Dataset | DatasetDict, path: str | Path, split: str | N
     return loaded[split]
 
 
-def _is_dict(loaded: Any) -> bool:
+def is_dict(loaded: Any) -> bool:
+    """Whether ``loaded`` is a dataset of splits (a ``DatasetDict`` or
+    ``IterableDatasetDict``)."""
     from datasets import DatasetDict, IterableDatasetDict
 
     return isinstance(loaded, DatasetDict | IterableDatasetDict)
@@ -241,33 +243,15 @@ def check_dataset_folder(out: Path) -> None:
         raise OutputFileError(f"{out}: no permission to write in {parent}")
 
 
-def label_dataset(
-    reader: Any,
-    dataset: Any,
-    *,
-    text_column: str | None = None,
-    prefix: str = "",
-    num_proc: int | None = None,
-    batch_size: int = 2048,
-) -> Any:
-    """:meth:`reportfed.reader.ReportReader.label_dataset`."""
+def labelled(
+    reader: Any, dataset: Any, text_column: str | None, prefix: str, num_proc: int | None,
+    batch_size: int,
+) -> Any:  # fmt: skip
+    """:meth:`reportfed.reader.ReportReader.label_dataset` of one ``Dataset`` or
+    ``IterableDataset`` (each split of a dict is labelled apart)."""
     datasets = _library()
     from reportfed.data.table import dataset_text_column
 
-    if _is_dict(dataset):
-        return type(dataset)(
-            {
-                name: label_dataset(
-                    reader,
-                    part,
-                    text_column=text_column,
-                    prefix=prefix,
-                    num_proc=num_proc,
-                    batch_size=batch_size,
-                )
-                for name, part in dataset.items()
-            }
-        )
     if not isinstance(dataset, datasets.Dataset | datasets.IterableDataset):
         raise ReportfedError(
             "label_dataset labels a datasets.Dataset, IterableDataset, DatasetDict or "
