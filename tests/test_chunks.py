@@ -162,8 +162,10 @@ def test_label_over_several_chunks_gives_the_one_pass_labels(
 
     read: list[int] = []
 
-    def small_chunks(path: Path, *, text_column: str | None = None) -> Iterator[ReportTable]:
-        for chunk in iter_reports(path, text_column=text_column, rows=300):
+    def small_chunks(
+        path: Path, *, text_column: str | None = None, split: str | None = None
+    ) -> Iterator[ReportTable]:
+        for chunk in iter_reports(path, text_column=text_column, split=split, rows=300):
             read.append(len(chunk))
             yield chunk
 
