@@ -29,6 +29,7 @@ from reportfed.core.errors import ModelFileError, ReportfedError
 from reportfed.core.labels import LabelSpace
 from reportfed.core.paths import embeddings_cache_dir
 from reportfed.core.schema import architecture, architecture_fields
+from reportfed.data.table import REPORT_CHUNK
 from reportfed.embed import DEFAULT_EMBEDDER, Embedder, shared_embedder
 from reportfed.embed.granularity import embed_reports, embed_units
 from reportfed.text.assertion import Mention, find_mentions, names_finding
@@ -358,7 +359,7 @@ class ReportReader:
         text_column: str | None = None,
         prefix: str = "",
         num_proc: int | None = None,
-        batch_size: int = 2048,
+        batch_size: int = REPORT_CHUNK,
     ) -> Any:
         """A Hugging Face ``Dataset`` (or each split of a ``DatasetDict``) with one float32
         column per finding of ``classes_`` (``prefix`` before its name) after its own: the

@@ -168,10 +168,10 @@ class _DatasetOut:
         if source.is_relative_to(target) or target.is_relative_to(source):
             raise ReportfedError(f"--out {out} would write over or inside --reports")
         hf.check_dataset_folder(out)
-        self.loaded = hf.load(args.reports)
+        loaded = hf.load(args.reports)
         self.prefix: str = args.prefix
-        self.splits = [args.split] if args.split is not None else hf.splits(self.loaded)
-        self.parts = {s: hf.choose_split(self.loaded, args.reports, s) for s in self.splits}
+        self.splits = [args.split] if args.split is not None else hf.splits(loaded)
+        self.parts = {s: hf.choose_split(loaded, args.reports, s) for s in self.splits}
         #: each split's states, a row per row (NaN: not mentioned, or a report skipped)
         self.states: dict[str | None, np.ndarray] = {}
 

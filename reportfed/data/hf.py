@@ -160,11 +160,18 @@ def batches(ds: Dataset, columns: Sequence[str], rows: int) -> Iterator[dict[str
 def state_columns(names: Sequence[str], states: np.ndarray) -> Dataset:
     """One float32 column per finding of ``names`` holding four-state ``states`` (NaN, not
     mentioned, is null), as a dataset with the finding names in its features."""
-    from datasets import Dataset, Features, Value
+    from datasets import Dataset
     from datasets.table import InMemoryTable
 
-    features = Features({n: Value("float32") for n in names})
-    return Dataset(InMemoryTable(_state_table(names, states)), info=_info(features))
+    return Dataset(InMemoryTable(_state_table(names, states)), info=_info(label_features(names)))
+
+
+def label_features(names: Sequence[str]) -> Any:
+    """The ``datasets`` features of label columns ``names``: float32 each (null: not
+    mentioned)."""
+    from datasets import Features, Value
+
+    return Features({n: Value("float32") for n in names})
 
 
 def _state_table(names: Sequence[str], states: np.ndarray) -> Any:
@@ -260,7 +267,7 @@ def labelled(
     column = dataset_text_column("the dataset", dataset, text_column)
     names = [prefix + n for n in reader.classes_]
     check_columns_free(dataset, names)
-    features = datasets.Features({n: datasets.Value("float32") for n in names})
+    features = label_features(names)
     labelling = _Labelling(reader, names)
     if isinstance(dataset, datasets.IterableDataset):  # streamed: labelled as it is read
         return dataset.map(
@@ -316,7 +323,6 @@ class SplitWriter:
     def __init__(self, out: str | Path, splits: Sequence[str], labels: Sequence[str]) -> None:
         self.out, self.splits, self.labels = Path(out), list(splits), list(labels)
         check_dataset_folder(self.out)
-        self.rows = dict.fromkeys(self.splits, 0)
         self._writers: dict[str, Any] = {}
         self._features: Any = None
         self._scratch: Path | None = None
@@ -347,7 +353,6 @@ class SplitWriter:
             preserve_index=False,
         )
         self._writers[split].write_table(table)
-        self.rows[split] += len(frame)
 
     def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
         from datasets import Dataset, DatasetDict

@@ -534,7 +534,7 @@ def iter_reports(
         file = _parquet_file(path)
         names = list(file.schema_arrow.names)
         column = _text_column(path, names, text_column, 2)
-        wanted = [column, *(["id"] if "id" in names and column != "id" else [])]
+        wanted = _reports_columns(column, names)
         frames: Iterator[pd.DataFrame] = (
             batch.to_pandas() for batch in file.iter_batches(batch_size=rows, columns=wanted)
         )
@@ -560,17 +560,14 @@ def _dataset(path: str | Path, split: str | None) -> Any:
 
 
 def dataset_text_column(path: str | Path, data: Any, text_column: str | None) -> str:
-    """The text column of the Hugging Face dataset ``data`` (read from ``path``): as a table's (:func:`_find_text_column`), and a
-    column of strings."""
+    """The text column of the Hugging Face dataset ``data`` (read from ``path``): found as a
+    table's (:func:`_text_column`), and a column of strings."""
     if data.column_names is None:
         raise InputFileError(
             f"{path}: its columns are not known before it is read (a streamed dataset without "
             "features): give its features, or load it as a Dataset"
         )
-    column = _find_text_column(data.column_names, text_column)
-    if column is None:
-        wanted = repr(text_column) if text_column else f"one of {list(TEXT_COLUMNS)}"
-        raise InputFileError(f"{path}: no text column {wanted}; columns are {data.column_names}")
+    column = _text_column(path, data.column_names, text_column, 0)
     if column not in hf.string_columns(data):
         raise InputFileError(
             f"{path}: column {column!r} holds {data.features[column]} values, not report text"
@@ -585,12 +582,18 @@ def _dataset_reports(
     row's index (from 0)."""
     data = _dataset(path, split)
     column = dataset_text_column(path, data, text_column)
-    wanted = [column, *(["id"] if "id" in data.column_names and column != "id" else [])]
+    wanted = _reports_columns(column, data.column_names)
     start = 0
     for batch in hf.batches(data, wanted, rows):
         frame = pd.DataFrame(batch, columns=wanted, dtype=object)
         yield _reports(path, frame, column, start, start)
         start += len(frame)
+
+
+def _reports_columns(column: Any, columns: Sequence[Any]) -> list[Any]:
+    """The columns :func:`iter_reports` reads of a table with ``columns``: the text
+    ``column``, and ``id`` where there is one."""
+    return [column, *(["id"] if "id" in columns and column != "id" else [])]
 
 
 def count_reports(
@@ -666,7 +669,9 @@ def _container(path: Path) -> str | None:
     return "spreadsheet" if names & office else "zip"
 
 
-def _text_column(path: Path, columns: list[Any], text_column: str | None, first_row: int) -> Any:
+def _text_column(
+    path: str | Path, columns: list[Any], text_column: str | None, first_row: int
+) -> Any:
     """The text column of a table with ``columns`` (``0`` in a headerless one; see
     :func:`_read_frame`), or an :class:`InputFileError` naming the columns there are."""
     column = _find_text_column(columns, text_column) if first_row != 1 else 0
