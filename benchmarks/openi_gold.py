@@ -4,10 +4,14 @@ NegBio's authors labelled 3,851 IU reports for the 14 NIH findings (``openi_gld_
 beside the project in ``../shared/data/negbio``; public domain). Eight of them map to CheXpert's
 (:data:`MAPPED`: Effusion is Pleural Effusion, Mass or Nodule is Lung Lesion). On the reports
 ``reportfed corpus iu`` returns that the gold standard labels (3,734), per mapped finding: the
-precision, recall and F1 of state 1 against the gold's 1, and of "1 or -1" (found at all,
-hedged or not), with their counts; and the same on each half of the reports (:func:`half`, a
-fixed hash of the report's id), since rules are decided on one half (``A``) and the other
-(``B``) says whether a change generalizes.
+precision, recall and F1 of state 1 against the gold's 1, of "1 or -1" (found at all,
+hedged or not), and of "1 or a likely hedge" (state 1, or -1 by a hedge that leans to present:
+the gold's own convention, :attr:`reportfed.text.assertion.Mention.likely`), with their counts;
+and the same on each half of the reports (:func:`half`, a fixed hash of the report's id), since
+rules are decided on one half (``A``) and the other (``B``) says whether a change generalizes.
+Every cell where state 1 and the gold disagree is sorted by how the state came about
+(:func:`sort_disagreements`), and for the default model the Brier score of its calibrated
+probabilities against the gold.
 
 Two readers: ``model`` (the default model as ``reportfed label`` runs it: the text rules decide
 every finding a sentence names, the model the rest) and ``rules`` (the text rules alone; a
@@ -24,12 +28,15 @@ import argparse
 import hashlib
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from reportfed.core.environment import setting
+
+if TYPE_CHECKING:
+    from reportfed.text.assertion import Mention
 
 #: CheXpert finding -> the NIH findings of the gold standard that mean it
 MAPPED: dict[str, tuple[str, ...]] = {
@@ -85,60 +92,128 @@ def _prf(tp: int, fp: int, fn: int) -> dict[str, float | int]:
     return {"tp": tp, "fp": fp, "fn": fn, "precision": precision, "recall": recall, "f1": f1}
 
 
-def score(states: np.ndarray, gold: pd.DataFrame) -> dict[str, Any]:
-    """Per mapped finding, state 1 and "1 or -1" against the gold's 1 (``states``: a column
-    per :data:`MAPPED` finding, in its order), and their macro F1."""
+#: how a disagreement of state 1 with the gold came about, by the state and its mention
+WHY = {
+    "likely": "gold 1, -1 by a hedge that leans to present (X or Y, versus, probable, "
+    "borderline): CheXpert's convention writes -1 for every hedge",
+    "possible": "gold 1, -1 by any other hedge (may represent, possible, suggestive of, "
+    "cannot exclude, vascular congestion)",
+    "negated": "gold 1, negated (0)",
+    "unmentioned": "gold 1, not mentioned by the text (blank, or 0 by the model)",
+    "deidentified": "gold 0, 1 from a sentence with a word removed by de-identification (XXXX)",
+    "affirmed": "gold 0, 1 from a sentence that names the finding",
+    "model": "gold 0, 1 by the model's score where the text names nothing",
+}
+READINGS = ("state 1", "1 or -1", "1 or a likely hedge")
+
+
+def score(
+    states: np.ndarray, gold: pd.DataFrame, likely: np.ndarray | None = None
+) -> dict[str, Any]:
+    """Per mapped finding, each of :data:`READINGS` against the gold's 1 (``states``: a column
+    per :data:`MAPPED` finding, in its order; ``likely``: where a -1 leans to present, without
+    which the last reading is left out), and their macro F1."""
     out: dict[str, Any] = {"reports": len(gold), "labels": {}}
+    readings = READINGS if likely is not None else READINGS[:2]
     for j, label in enumerate(MAPPED):
         truth = gold[label].to_numpy() == 1
         per = {"positives": int(truth.sum())}
-        for name, called in (
-            ("state 1", states[:, j] == 1),
-            ("1 or -1", np.isin(states[:, j], (1, -1))),
-        ):
+        calls = [states[:, j] == 1, np.isin(states[:, j], (1, -1))]
+        if likely is not None:
+            calls.append((states[:, j] == 1) | ((states[:, j] == -1) & likely[:, j]))
+        for name, called in zip(readings, calls, strict=True):
             tp = int((called & truth).sum())
             per[name] = _prf(tp, int((called & ~truth).sum()), int((~called & truth).sum()))
         out["labels"][label] = per
-    for name in ("state 1", "1 or -1"):
+    for name in readings:
         out[f"macro F1 ({name})"] = float(
             np.nanmean([v[name]["f1"] for v in out["labels"].values()])
         )
     return out
 
 
-def read_states(reader: str, texts: list[str]) -> tuple[np.ndarray, pd.DataFrame | None]:
+def read_states(
+    reader: str, texts: list[str]
+) -> tuple[np.ndarray, np.ndarray | None, pd.DataFrame | None]:
     """The states of the :data:`MAPPED` findings (a column each) that ``reader`` (``model`` or
-    ``rules``) gives ``texts``, and for ``model`` the evidence behind them."""
+    ``rules``) gives ``texts``, and for ``model`` its calibrated probabilities and the evidence
+    behind them."""
     labels = list(MAPPED)
     if reader == "rules":
         from reportfed.text.states import rule_states
 
-        return rule_states(texts, labels), None
+        return rule_states(texts, labels), None, None
     from reportfed.default_model import load_default_model
 
     labeler = load_default_model()
     labeler.progress = False
     found = labeler.annotate(texts, evidence=True)
-    names = list(labeler.classes_)
-    return found.states[:, [names.index(c) for c in labels]], found.evidence
+    columns = [list(labeler.classes_).index(c) for c in labels]
+    return found.states[:, columns], found.proba[:, columns], found.evidence
 
 
-def evaluate(reader: str, gold: pd.DataFrame) -> tuple[dict[str, Any], pd.DataFrame]:
-    """``reader``'s scores on all of ``gold`` and on each half, and the cells where state 1 and
-    the gold disagree (with the sentence and cue behind the state where known)."""
-    states, evidence = read_states(reader, gold["text"].tolist())
-    found: dict[str, Any] = {"all": score(states, gold)}
-    for h in ("A", "B"):
-        rows = (gold["half"] == h).to_numpy()
-        found[h] = score(states[rows], gold[rows])
+def read_mentions(texts: list[str]) -> list[dict[str, Mention | None]]:
+    """Each report's decisive mention of each :data:`MAPPED` finding (what its state reads)."""
+    from reportfed.text.assertion import decisive_mentions
+
+    return [decisive_mentions(text, MAPPED) for text in texts]
+
+
+def sort_disagreements(
+    states: np.ndarray, mentions: list[dict[str, Mention | None]], gold: pd.DataFrame
+) -> pd.DataFrame:
+    """Every cell where state 1 and the gold's 1 disagree: ``uid``, ``half``, ``label``,
+    ``gold``, ``state``, ``row`` and ``why`` (a key of :data:`WHY`)."""
     wrong = []
     for j, label in enumerate(MAPPED):
         truth = gold[label].to_numpy() == 1
-        called = states[:, j] == 1
-        for i in np.flatnonzero(truth != called):
+        for i in np.flatnonzero(truth != (states[:, j] == 1)):
+            mention = mentions[i][label]
+            if states[i, j] == -1:
+                why = "likely" if mention is not None and mention.likely else "possible"
+            elif truth[i]:
+                negated = mention is not None and mention.assertion == "negated"
+                why = "negated" if states[i, j] == 0 and negated else "unmentioned"
+            elif mention is None:
+                why = "model"
+            else:
+                why = "deidentified" if "XXXX" in mention.text else "affirmed"
             wrong.append((gold["uid"].iat[i], gold["half"].iat[i], label, int(truth[i]),
-                          states[i, j], i))  # fmt: skip
-    details = pd.DataFrame(wrong, columns=["uid", "half", "label", "gold", "state", "row"])
+                          states[i, j], i, why))  # fmt: skip
+    return pd.DataFrame(wrong, columns=["uid", "half", "label", "gold", "state", "row", "why"])
+
+
+def _counts(details: pd.DataFrame) -> dict[str, dict[str, int]]:
+    """Per finding, how many disagreements each :data:`WHY` class holds."""
+    return {
+        label: {
+            why: int(((details["label"] == label) & (details["why"] == why)).sum()) for why in WHY
+        }
+        for label in MAPPED
+    }
+
+
+def _brier(proba: np.ndarray, gold: pd.DataFrame) -> float:
+    """Macro Brier score of ``proba`` against the gold's 1 over the mapped findings."""
+    truth = gold[list(MAPPED)].to_numpy() == 1
+    return float(np.mean(((proba - truth) ** 2).mean(axis=0)))
+
+
+def evaluate(reader: str, gold: pd.DataFrame) -> tuple[dict[str, Any], pd.DataFrame]:
+    """``reader``'s scores on all of ``gold`` and on each half (with the Brier score of the
+    model's probabilities), the disagreements sorted by :data:`WHY`, and the cells where state
+    1 and the gold disagree (with the sentence and cue behind the state where known)."""
+    states, proba, evidence = read_states(reader, gold["text"].tolist())
+    mentions = read_mentions(gold["text"].tolist())
+    likely = np.array([[m[c] is not None and m[c].likely for c in MAPPED] for m in mentions])  # type: ignore[union-attr]
+    details = sort_disagreements(states, mentions, gold)
+    found: dict[str, Any] = {}
+    for part in ("all", "A", "B"):
+        rows = np.ones(len(gold), bool) if part == "all" else (gold["half"] == part).to_numpy()
+        found[part] = score(states[rows], gold[rows], likely[rows])
+        found[part]["disagreements"] = _counts(details[rows[details["row"]]])
+        if proba is not None:
+            found[part]["brier"] = _brier(proba[rows], gold[rows])
     if evidence is not None and len(details):
         why = evidence.assign(row=evidence["id"].astype(int)).set_index(["row", "label"])
         keys = list(zip(details["row"], details["label"], strict=True))

@@ -235,6 +235,18 @@ def test_edited_metadata_fails_the_checksum_v1_is_refused_and_v3_loads(fitted, t
     texts = ["Small left pleural effusion.", "No acute disease."]
     np.testing.assert_allclose(old.predict_proba(texts), labeler.predict_scores(texts), atol=1e-6)
 
+    # /4's calibration has no "likely" coefficient: it reads as 0, the probabilities /4 gave
+    def version_four(meta) -> None:  # type: ignore[no-untyped-def]
+        meta["format"] = "reportfed-model/4"
+        meta["calibration"] = [row[:4] + row[5:] for row in meta["calibration"]]
+
+    path = labeler.save(tmp_path / "m.safetensors")
+    _rewrite(path, resealed(version_four))
+    four = ReportLabeler.load(path, progress=False)
+    expected = labeler.calibration_.copy()
+    expected[:, 4] = 0.0
+    np.testing.assert_array_equal(four.calibration_, expected)
+
 
 def test_scikit_learn_clones_the_labeler_and_validates_at_fit() -> None:
     """scikit-learn's API checks that apply to an estimator of report texts. Its shared checks

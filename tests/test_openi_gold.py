@@ -37,6 +37,27 @@ def test_the_rules_read_the_openi_gold_standard_on_both_halves(iu_archive: Path)
         assert found["macro F1 (state 1)"] >= floor, (part, found["macro F1 (state 1)"])
 
 
+def test_hedges_that_lean_to_present_are_what_the_gold_calls_present(iu_archive: Path) -> None:
+    """The gold's convention, by half: of the cells the rules hedge, those whose hedge leans to
+    present (alternatives, "probable", "borderline"; decided on half A) are mostly the gold's 1
+    and the others rarely, and every disagreement is sorted into a class."""
+    from benchmarks.openi_gold import WHY, read_mentions, sort_disagreements
+
+    gold = gold_reports(shared_file("negbio", "openi_gld_std14.csv"))
+    states = rule_states(gold["text"].tolist(), list(MAPPED))
+    mentions = read_mentions(gold["text"].tolist())
+    likely = np.array([[m[c] is not None and m[c].likely for c in MAPPED] for m in mentions])  # type: ignore[union-attr]
+    truth = gold[list(MAPPED)].to_numpy() == 1
+    for part in "AB":
+        rows = (gold["half"] == part).to_numpy()[:, None]
+        hedged = (states == -1) & rows
+        assert truth[hedged & likely].mean() > 0.7, part
+        assert truth[hedged & ~likely].mean() < 0.15, part
+    details = sort_disagreements(states, mentions, gold)
+    assert len(details) == ((states == 1) != truth).sum()
+    assert set(details["why"]) <= set(WHY) and (details["why"] == "likely").sum() > 100
+
+
 def test_a_normal_predicate_negates_every_finding_coordinated_before_it(iu_archive: Path) -> None:
     """IU's 'Heart size and pulmonary vascular engorgement appear within limits of normal': both
     findings are normal (the old rules read Edema 1 in all 18 reports that say it), and so is

@@ -39,6 +39,42 @@ def test_an_adverb_inside_a_hedge_keeps_it_a_hedge(text: str, finding: str) -> N
     assert report_assertions(text, [finding]) == {finding: "uncertain"}
 
 
+@pytest.mark.parametrize(
+    ("text", "finding", "likely"),
+    [  # IU's dictation
+        ("Minimal left basilar subsegmental atelectasis or scarring.", "Atelectasis", True),
+        ("Borderline cardiomegaly.", "Cardiomegaly", True),
+        (
+            "There continues to be some left base opacities which may represent atelectasis.",
+            "Atelectasis",
+            False,
+        ),
+        # the weaker hedge governs the alternative it opens
+        (
+            "Mild blunting left costophrenic recess, possibly mild atelectasis or scarring.",
+            "Atelectasis",
+            False,
+        ),
+    ],
+)
+def test_a_hedge_that_leans_to_present_is_still_uncertain_and_flags_the_calibration(
+    text: str, finding: str, likely: bool
+) -> None:
+    """Alternatives, "probable" and "borderline" lean to present (the OpenI gold calls most of
+    them present, and few of the other hedges): still -1, and the calibration's ``likely``
+    feature says which."""
+    from reportfed.text.assertion import decisive_mentions
+    from reportfed.text.calibration import FEATURES, calibration_features
+
+    mention = decisive_mentions(text, [finding])[finding]
+    assert mention is not None and mention.assertion == "uncertain"
+    assert mention.likely is likely
+    flags = calibration_features(np.array([[0.5]]), [{finding: mention}], [finding])[0, 0]
+    assert dict(zip(FEATURES, flags, strict=True)) == {
+        "logit": 0.0, "affirmed": 0.0, "negated": 0.0, "uncertain": 1.0, "likely": float(likely)
+    }  # fmt: skip
+
+
 @pytest.mark.parametrize("template", NEGATIONS)
 def test_negation_cues(template: str) -> None:
     assert report_assertions(template.format(x="pleural effusion"), ["Pleural Effusion"]) == {

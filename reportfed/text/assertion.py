@@ -66,6 +66,9 @@ def _compile(patterns: Iterable[str]) -> re.Pattern[str]:
 #: "not" ("pneumonia is not suspected") or by a negation before the finding ("no pneumothorax is
 #: suspected"): negated
 _SUSPECTED = re.compile(r"(?:(?:is|are)\s+)?(not\s+)?suspected\b", re.IGNORECASE)
+#: a hedge that leans to present ("atelectasis or scarring", "probable pneumonia"), at the start
+#: of an uncertain mention's cue
+_LIKELY = re.compile(rf"\s*(?:{BUILTIN.cue('likely')})", re.IGNORECASE)
 #: a cause offered with a hedge: what follows it is uncertain ("may be due to fluid overload")
 _HEDGED_CAUSE = re.compile(BUILTIN.cue("hedged_cause"), re.IGNORECASE)
 #: between two mentions: they are offered as alternatives ("atelectasis or pneumonia")
@@ -152,6 +155,12 @@ class Mention:
     text: str = ""
     cue: str = ""
     corrected: bool = False
+
+    @property
+    def likely(self) -> bool:
+        """An uncertain mention whose hedge leans to present (the lexicon's ``likely`` cues:
+        alternatives, "probable", "borderline"); still uncertain, CheXpert's -1."""
+        return self.assertion == "uncertain" and _LIKELY.match(self.cue) is not None
 
 
 def has_lexicon(label: str, lexicon: Lexicon = PLAIN) -> bool:

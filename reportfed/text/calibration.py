@@ -1,11 +1,13 @@
 """A presence probability that has read the text: the model's score fused with the mentions.
 
-A logistic regression (Platt scaling widened by the text's assertion) over four features of a
+A logistic regression (Platt scaling widened by the text's assertion) over five features of a
 report and label:
 
 * the model's logit (max pooled over sentences);
-* three flags from the report's decisive mention of the label (:mod:`reportfed.text.assertion`):
-  affirmed, negated, uncertain (all 0 when the text does not name the finding).
+* four flags from the report's decisive mention of the label (:mod:`reportfed.text.assertion`):
+  affirmed, negated, uncertain, and likely where an uncertain mention's hedge leans to present
+  (:attr:`~reportfed.text.assertion.Mention.likely`: "atelectasis or scarring" against
+  "cannot exclude pneumonia"; all 0 when the text does not name the finding).
 
 It is fitted on the sites' validation rows (rows the model did not train on), over every
 annotated (report, label) cell at once: the four feature coefficients are shared by the labels
@@ -34,28 +36,29 @@ from reportfed.core.metrics import f1_thresholds
 from reportfed.text.assertion import Mention
 
 #: the features, in coefficient order
-FEATURES = ("logit", "affirmed", "negated", "uncertain")
+FEATURES = ("logit", "affirmed", "negated", "uncertain", "likely")
 #: a label's coefficients: one per feature, then the intercept
 COEFFICIENTS = (*FEATURES, "intercept")
 #: coefficients that return the model's score unchanged
-IDENTITY = (1.0, 0.0, 0.0, 0.0, 0.0)
+IDENTITY = (1.0, 0.0, 0.0, 0.0, 0.0, 0.0)
 #: annotated validation rows a label needs to be calibrated
 MIN_ROWS = 20
 #: L2 strength of the logistic fit (scikit-learn's ``C``; smaller is stronger)
 C = 1.0
 _FLAG = {"affirmed": 1, "negated": 2, "uncertain": 3}
+_LIKELY = 4
 _EPS = 1e-6
 
 
 def identity_calibration(n_labels: int) -> np.ndarray:
-    """``(n_labels, 5)`` coefficients that keep the model's scores."""
+    """``(n_labels, 6)`` coefficients that keep the model's scores."""
     return np.tile(np.asarray(IDENTITY), (n_labels, 1))
 
 
 def calibration_features(
     scores: np.ndarray, mentions: Sequence[dict[str, Mention | None]], labels: Sequence[str]
 ) -> np.ndarray:
-    """``(n, labels, 4)``: the logit of ``scores`` ``(n, labels)`` and each report's decisive
+    """``(n, labels, 5)``: the logit of ``scores`` ``(n, labels)`` and each report's decisive
     mention flags (``mentions``: per report, label -> mention, as
     :func:`reportfed.text.assertion.decisive_mentions` gives them; a label absent is not mentioned)."""
     p = np.clip(np.asarray(scores, dtype=np.float64), _EPS, 1 - _EPS)
@@ -66,11 +69,12 @@ def calibration_features(
             mention = found.get(name)
             if mention is not None:
                 out[i, c, _FLAG[mention.assertion]] = 1.0
+                out[i, c, _LIKELY] = float(mention.likely)
     return out
 
 
 def fit_calibration(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Coefficients ``(labels, 5)`` from features ``x`` ``(n, labels, 4)`` and truth ``y``
+    """Coefficients ``(labels, 6)`` from features ``x`` ``(n, labels, 5)`` and truth ``y``
     ``(n, labels)`` (NaN = not annotated), and which labels were fitted (the others keep the
     identity: no annotated row, or fewer than :data:`MIN_ROWS` annotated cells or one class in
     all). One logistic regression over every annotated (report, label) cell: the feature
@@ -93,7 +97,7 @@ def fit_calibration(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarra
 
 
 def calibrate(coef: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """Calibrated probabilities ``(n, labels)`` (float32) of features ``x`` ``(n, labels, 4)``."""
+    """Calibrated probabilities ``(n, labels)`` (float32) of features ``x`` ``(n, labels, 5)``."""
     z = np.einsum("nlf,lf->nl", x, coef[:, :-1]) + coef[:, -1]
     return (1 / (1 + np.exp(-z))).astype(np.float32)
 

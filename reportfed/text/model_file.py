@@ -26,10 +26,13 @@ from reportfed.core.labels import LabelSpace
 from reportfed.text.calibration import COEFFICIENTS as CALIBRATION_COEFFICIENTS
 from reportfed.text.corrections import Corrections
 
-FORMAT = "reportfed-model/4"
+FORMAT = "reportfed-model/5"
 #: formats :func:`read_model` reads: /2 stores the whole training config where /3 keeps the
-#: architecture (training is provenance); /4 adds the calibration (/2 and /3 read as identity)
-READABLE = ("reportfed-model/2", "reportfed-model/3", FORMAT)
+#: architecture (training is provenance); /4 adds the calibration (/2 and /3 read as identity);
+#: /5 adds its ``likely`` coefficient (/4's reads as 0: the probabilities it was fitted for)
+READABLE = ("reportfed-model/2", "reportfed-model/3", "reportfed-model/4", FORMAT)
+#: the format whose calibration lacks the ``likely`` coefficient, the last but one
+_NO_LIKELY = "reportfed-model/4"
 #: the format whose checksum covers the weights only (an edited label list cannot be detected)
 UNCHECKED = "reportfed-model/1"
 
@@ -120,13 +123,23 @@ def read_model(path: str | Path) -> ModelFile:
             embedder=_vector_space(dict(meta["embedder"])),
             architecture=dict(meta["architecture"] if "architecture" in meta else meta["config"]),
             provenance=dict(meta["provenance"]),
-            calibration=meta.get("calibration"),
+            calibration=_calibration(meta),
         )
         _check_per_label(model)
         _check_provenance(model.provenance)
     except (KeyError, TypeError, ValueError, ReportfedError) as exc:
         raise ModelFileError(f"{path}: inconsistent model metadata ({exc!r})") from None
     return model
+
+
+def _calibration(meta: Mapping[str, Any]) -> list[list[float]] | None:
+    """The calibration of a file's metadata, a /4 file's with the ``likely`` coefficient it
+    lacks inserted as 0 before the intercept (the same probabilities)."""
+    coef = meta.get("calibration")
+    if coef is None or meta["format"] != _NO_LIKELY:
+        return coef
+    likely = CALIBRATION_COEFFICIENTS.index("likely")
+    return [[*row[:likely], 0.0, *row[likely:]] for row in coef]
 
 
 def _vector_space(embedder: dict[str, Any]) -> dict[str, Any]:
