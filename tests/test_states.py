@@ -75,6 +75,56 @@ def test_a_hedge_that_leans_to_present_is_still_uncertain_and_flags_the_calibrat
     }  # fmt: skip
 
 
+def test_the_lean_is_fitted_after_the_other_coefficients_and_moves_nothing_else() -> None:
+    """With the ``likely`` flags or without them, every other coefficient is the same, so only a
+    leaning hedge's probability moves; the lean is found where leaning hedges are mostly true."""
+    from reportfed.text.calibration import FEATURES, fit_calibration
+
+    rng = np.random.default_rng(0)
+    x = np.zeros((3000, 2, len(FEATURES)))
+    x[..., 0] = rng.normal(size=(3000, 2))
+    flag = rng.integers(0, 4, size=(3000, 2))  # none, affirmed, negated, uncertain
+    for f in (1, 2, 3):
+        x[..., f] = flag == f
+    x[..., 4] = (flag == 3) & (rng.random((3000, 2)) < 0.5)
+    z = x[..., 0] + 2 * x[..., 1] - 2 * x[..., 2] - x[..., 3] + 3 * x[..., 4]
+    y = (rng.random((3000, 2)) < 1 / (1 + np.exp(-z))).astype(float)
+    with_lean, _ = fit_calibration(x, y)
+    without = x.copy()
+    without[..., 4] = 0
+    plain, _ = fit_calibration(without, y)
+    np.testing.assert_array_equal(np.delete(with_lean, 4, axis=1), np.delete(plain, 4, axis=1))
+    assert (plain[:, 4] == 0).all() and (with_lean[:, 4] > 1).all()
+
+
+@pytest.mark.parametrize(
+    "text",  # IU's dictation
+    [
+        "There is blunting of the bilateral costophrenic sulci.",
+        "Mild blunting left costophrenic recess.",
+        "The left costophrenic sulcus is blunted.",
+        "Minimal right costophrenic XXXX blunting.",  # IU's de-identification took "angle"
+        "Costophrenic XXXX are blunted.",
+    ],
+)
+def test_a_blunted_costophrenic_angle_is_no_effusion_but_is_a_finding(text: str) -> None:
+    """The conventions table's rule, by the CheXpert labeler's lists: its effusion phrases are
+    "effusion" and "pleural fluid", and "blunt" rules out No Finding."""
+    from reportfed.text.assertion import breaks_no_finding
+
+    assert report_assertions(text, ["Pleural Effusion"]) == {"Pleural Effusion": None}
+    assert breaks_no_finding(text)
+
+
+def test_a_costophrenic_angle_said_not_blunted_is_no_finding() -> None:
+    from reportfed.text.assertion import breaks_no_finding
+
+    assert not breaks_no_finding(
+        "There is no pleural line to suggest pneumothorax or costophrenic XXXX blunting to "
+        "suggest large pleural effusion."  # IU's dictation
+    )
+
+
 @pytest.mark.parametrize("template", NEGATIONS)
 def test_negation_cues(template: str) -> None:
     assert report_assertions(template.format(x="pleural effusion"), ["Pleural Effusion"]) == {

@@ -10,9 +10,11 @@ report and label:
   "cannot exclude pneumonia"; all 0 when the text does not name the finding).
 
 It is fitted on the sites' validation rows (rows the model did not train on), over every
-annotated (report, label) cell at once: the four feature coefficients are shared by the labels
+annotated (report, label) cell at once: the feature coefficients are shared by the labels
 (a negation means the same for every finding) and each label has its own intercept, so that
-rare labels, with a handful of validation positives, borrow strength from the others. A label
+rare labels, with a handful of validation positives, borrow strength from the others. The
+``likely`` coefficient is fitted after the others, on the leaning cells alone, so that it moves
+no probability but a leaning hedge's. A label
 with no validation row keeps the model's score (the identity coefficients). A custom label has
 no lexicon, so its flags are 0 and it is Platt-scaled.
 
@@ -47,6 +49,8 @@ MIN_ROWS = 20
 C = 1.0
 _FLAG = {"affirmed": 1, "negated": 2, "uncertain": 3}
 _LIKELY = 4
+#: the largest ``likely`` coefficient fitted (a log-odds shift; within the bound a node may send)
+_LEAN_BOUND = 10.0
 _EPS = 1e-6
 
 
@@ -88,12 +92,34 @@ def fit_calibration(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarra
     if known.sum() < MIN_ROWS or len(np.unique(y[known])) < 2:
         return coef, np.zeros(n_labels, dtype=bool)
     rows, labels = np.nonzero(known)
-    design = np.hstack([x[rows, labels], np.eye(n_labels)[labels]])
-    model = LogisticRegression(C=C, max_iter=1000).fit(design, y[rows, labels])
+    cells, truth = x[rows, labels, :_LIKELY], y[rows, labels]
+    model = LogisticRegression(C=C, max_iter=1000).fit(
+        np.hstack([cells, np.eye(n_labels)[labels]]), truth
+    )
     weights = model.coef_[0]
-    coef[fitted, :-1] = weights[: len(FEATURES)]
-    coef[fitted, -1] = model.intercept_[0] + weights[len(FEATURES) :][fitted]
+    coef[fitted, :_LIKELY] = weights[:_LIKELY]
+    coef[fitted, -1] = model.intercept_[0] + weights[_LIKELY:][fitted]
+    leaning = x[rows, labels, _LIKELY] == 1
+    z = (cells[leaning] * coef[labels[leaning], :_LIKELY]).sum(axis=1) + coef[labels[leaning], -1]
+    coef[fitted, _LIKELY] = _fit_lean(z, truth[leaning])
     return coef, fitted
+
+
+def _fit_lean(z: np.ndarray, y: np.ndarray) -> float:
+    """The ``likely`` coefficient: how far a leaning hedge's log-odds lie from an uncertain
+    mention's, fitted (with the same L2 strength, :data:`C`) on the leaning cells' log-odds
+    ``z`` under the other coefficients, which stay fixed: no probability but a leaning -1's
+    moves, and no state reads a -1's probability. 0 without a leaning cell."""
+    from scipy.optimize import minimize_scalar
+
+    if not len(z):
+        return 0.0
+    sign = 2 * y - 1
+
+    def loss(b: float) -> float:
+        return float(np.logaddexp(0, -sign * (z + b)).sum() + b * b / (2 * C))
+
+    return float(minimize_scalar(loss, bounds=(-_LEAN_BOUND, _LEAN_BOUND), method="bounded").x)
 
 
 def calibrate(coef: np.ndarray, x: np.ndarray) -> np.ndarray:
