@@ -223,6 +223,14 @@ def evaluate(reader: str, gold: pd.DataFrame) -> tuple[dict[str, Any], pd.DataFr
     return found, details.drop(columns="row")
 
 
+def _shared_coefficients() -> dict[str, float]:
+    """The default model's calibration coefficients that every label shares (the features')."""
+    from reportfed.default_model import load_default_model
+    from reportfed.text.calibration import FEATURES
+
+    return dict(zip(FEATURES, map(float, load_default_model().calibration_[0]), strict=False))
+
+
 def main() -> None:
     from machine import machine
 
@@ -240,6 +248,8 @@ def main() -> None:
     for reader in args.readers:
         found, details = evaluate(reader, gold)
         results[reader] = found
+        if reader == "model":
+            results["model"]["coefficients"] = _shared_coefficients()
         frames.append(details.assign(reader=reader))
         print(reader, {k: round(v, 3) for k, v in found["all"].items() if k.startswith("macro")})
     atomic_write(args.out, (json.dumps(results, indent=2) + "\n").encode())

@@ -560,6 +560,32 @@ def openi_gold() -> str:
     )
 
 
+def calibration_coefficients() -> str:
+    """What the default model's calibration makes of each mention flag, in log-odds."""
+    coef = _load("openi_gold")["model"]["coefficients"]
+    return (
+        f"In the default model a negation moves the log-odds by {coef['negated']:+.2f}, an "
+        f"affirmation by {coef['affirmed']:+.2f}, a hedge by {coef['uncertain']:+.2f} and a "
+        f"hedge that leans to present by {coef['uncertain'] + coef['likely']:+.2f} "
+        f"(`benchmarks/results/openi_gold.json`)."
+    )
+
+
+def calibration_iu() -> str:
+    """The model's scores and the calibrated probabilities on IU's test rows
+    (``benchmarks/labels_iu.py``): AUROC, Brier score and ECE, mean ± SD over the seeds."""
+    found = _load("labels_iu")["mean_sd"]
+    lines = ["| | AUROC | Brier score | ECE (10 bins) |", "| --- | ---: | ---: | ---: |"]
+    for title, suffix in (("model score", "_model"), ("calibrated with the mentions", "")):
+        (auroc, a), (brier, b), (ece, e) = (
+            found[f"{m}{suffix}"] for m in ("auroc", "brier", "ece")
+        )
+        lines.append(
+            f"| {title} | {auroc:.3f} ± {a:.3f} | {brier:.4f} ± {b:.4f} | {ece:.4f} ± {e:.4f} |"
+        )
+    return "\n".join(lines)
+
+
 def openi_sort() -> str:
     """Every cell where the rules' state 1 and the OpenI gold's 1 disagree, by how the state
     came about, per finding and half."""
@@ -1012,6 +1038,8 @@ RENDERERS: dict[str, Callable[[], str]] = {
     "engines": engines,
     "openi_gold": openi_gold,
     "openi_sort": openi_sort,
+    "calibration_coefficients": calibration_coefficients,
+    "calibration_iu": calibration_iu,
     "decision_sources": decision_sources,
     "decision_summary": decision_summary,
     "openi_disagreements": openi_disagreements,
