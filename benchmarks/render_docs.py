@@ -586,6 +586,29 @@ def calibration_iu() -> str:
     return "\n".join(lines)
 
 
+def warm_labelling() -> str:
+    """Round five's speed: warm labelling of the MIMIC-style suite against the checkout before
+    it, and the same measured from this session's starting checkout."""
+    lines = [
+        "| this checkout | against | repeats | copies, median s (this / before) | "
+        "new to the rules, median s (this / before) |",
+        "| --- | --- | ---: | ---: | ---: |",
+    ]
+    for name, this in (("warm_labelling", "now"), ("warm_labelling_b165c93", "b165c93")):
+        found = _load(name)
+        med = found["median_s"]
+        lines.append(
+            f"| {this} | {found['before']} | {len(found['seconds']['repeated']['this'])} | "
+            + " | ".join(
+                f"{med[m]['this']:.3f} / {med[m]['before']:.3f} "
+                f"({med[m]['this'] / med[m]['before'] - 1:+.0%})"
+                for m in ("repeated", "distinct")
+            )
+            + " |"
+        )
+    return "\n".join(lines)
+
+
 def openi_sort() -> str:
     """Every cell where the rules' state 1 and the OpenI gold's 1 disagree, by how the state
     came about, per finding and half."""
@@ -1040,6 +1063,7 @@ RENDERERS: dict[str, Callable[[], str]] = {
     "openi_sort": openi_sort,
     "calibration_coefficients": calibration_coefficients,
     "calibration_iu": calibration_iu,
+    "warm_labelling": warm_labelling,
     "decision_sources": decision_sources,
     "decision_summary": decision_summary,
     "openi_disagreements": openi_disagreements,
