@@ -152,11 +152,13 @@ def read_states(
     return found.states[:, columns], found.proba[:, columns], found.evidence
 
 
-def read_mentions(texts: list[str]) -> list[dict[str, Mention | None]]:
-    """Each report's decisive mention of each :data:`MAPPED` finding (what its state reads)."""
-    from reportfed.text.assertion import decisive_mentions
-
-    return [decisive_mentions(text, MAPPED) for text in texts]
+def likely_cells(mentions: list[dict[str, Mention | None]]) -> np.ndarray:
+    """Per report (``mentions``: :func:`reportfed.text.states.report_mentions` of the
+    :data:`MAPPED` findings) and mapped finding, whether its mention is a hedge that leans to
+    present (:attr:`reportfed.text.assertion.Mention.likely`)."""
+    return np.array(
+        [[(m := found[c]) is not None and m.likely for c in MAPPED] for found in mentions]
+    )
 
 
 def sort_disagreements(
@@ -204,8 +206,10 @@ def evaluate(reader: str, gold: pd.DataFrame) -> tuple[dict[str, Any], pd.DataFr
     model's probabilities), the disagreements sorted by :data:`WHY`, and the cells where state
     1 and the gold disagree (with the sentence and cue behind the state where known)."""
     states, proba, evidence = read_states(reader, gold["text"].tolist())
-    mentions = read_mentions(gold["text"].tolist())
-    likely = np.array([[m[c] is not None and m[c].likely for c in MAPPED] for m in mentions])  # type: ignore[union-attr]
+    from reportfed.text.states import report_mentions
+
+    mentions = report_mentions(gold["text"].tolist(), list(MAPPED))
+    likely = likely_cells(mentions)
     details = sort_disagreements(states, mentions, gold)
     found: dict[str, Any] = {}
     for part in ("all", "A", "B"):

@@ -41,12 +41,13 @@ def test_hedges_that_lean_to_present_are_what_the_gold_calls_present(iu_archive:
     """The gold's convention, by half: of the cells the rules hedge, those whose hedge leans to
     present (alternatives, "probable", "borderline"; decided on half A) are mostly the gold's 1
     and the others rarely, and every disagreement is sorted into a class."""
-    from benchmarks.openi_gold import WHY, read_mentions, sort_disagreements
+    from benchmarks.openi_gold import WHY, likely_cells, sort_disagreements
+    from reportfed.text.states import report_mentions
 
     gold = gold_reports(shared_file("negbio", "openi_gld_std14.csv"))
     states = rule_states(gold["text"].tolist(), list(MAPPED))
-    mentions = read_mentions(gold["text"].tolist())
-    likely = np.array([[m[c] is not None and m[c].likely for c in MAPPED] for m in mentions])  # type: ignore[union-attr]
+    mentions = report_mentions(gold["text"].tolist(), list(MAPPED))
+    likely = likely_cells(mentions)
     truth = gold[list(MAPPED)].to_numpy() == 1
     for part in "AB":
         rows = (gold["half"] == part).to_numpy()[:, None]

@@ -48,7 +48,7 @@ MIN_ROWS = 20
 #: L2 strength of the logistic fit (scikit-learn's ``C``; smaller is stronger)
 C = 1.0
 _FLAG = {"affirmed": 1, "negated": 2, "uncertain": 3}
-_LIKELY = 4
+_LIKELY = FEATURES.index("likely")
 #: the largest ``likely`` coefficient fitted (a log-odds shift; within the bound a node may send)
 _LEAN_BOUND = 10.0
 _EPS = 1e-6
