@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterator
 
 from reportfed.core.characters import as_read
 from reportfed.core.config import GRANULARITIES, Granularity
@@ -43,7 +44,7 @@ _SECTION_WORDS = (
 _HEADER = re.compile(
     rf"(?<![A-Za-z])([A-Z][A-Z /&()-]*[A-Z)]|(?i:{_SECTION_WORDS})(?: [A-Za-z]+){{0,2}}):(?=\s|$)"
 )
-_NUMBERED = re.compile(r"(?:^|(?<=\s))\(?\d{1,2}[.)](?=\s+[A-Za-z_(\"'])")
+_NUMBERED = re.compile(r"(?<!\S)\(?\d{1,2}[.)](?=\s+[A-Za-z_(\"'])")
 #: words whose period does not end a sentence
 _ABBREVIATIONS = frozenset(
     ["dr", "mr", "mrs", "ms", "vs", "approx", "e.g", "i.e", "etc", "fig", "al", "resp"]
@@ -82,9 +83,13 @@ _REQUEST = re.compile(
     re.IGNORECASE,
 )
 #: what ends a sentence: its punctuation before a space or the end, or a full stop between a
-#: word and a capitalised one where the space is missing ("pneumothorax.Small left effusion")
-_END = re.compile(r"[.!?;]+(?=\s|$)|(?<=[a-z])\.(?=[A-Z][a-z])")
+#: word and a capitalised one where the space is missing ("pneumothorax.Small left effusion").
+#: Both branches start with the punctuation (the second looks behind it), so that a search skips
+#: from one mark to the next instead of trying the pattern at every character
+_END = re.compile(r"[.!?;]+(?=\s|$)|\.(?<=[a-z]\.)(?=[A-Z][a-z])")
 _WORDS = re.compile(r"\S+")
+#: what a sentence needs besides de-identification blanks: a letter or digit
+_CONTENT = re.compile(r"[A-Za-z0-9]")
 
 
 _ADDENDUM = re.compile(r"\s*addend(?:um|a)\b", re.IGNORECASE)
@@ -127,6 +132,13 @@ def _clinical_question(block: str) -> bool:
     return bool(_ASKS.search(end, end.rfind(".", 0, len(end) - 1) + 1))
 
 
+def _colon_matches(pattern: re.Pattern[str], block: str) -> Iterator[re.Match[str]]:
+    """The matches in ``block`` of ``pattern``, a header that ends at a colon (:data:`_HEADER`,
+    :data:`_ANATOMY`): the text after the block's last colon, most of a paragraph, is not
+    searched."""
+    return pattern.finditer(block, 0, block.rfind(":") + 2)
+
+
 def _is_context(section: str) -> bool:
     """Whether ``section`` (a header) gives the study's context, not what it shows."""
     return bool(_CONTEXT_SECTIONS.match(section.strip()))
@@ -157,14 +169,16 @@ def _segments(text: str) -> list[tuple[str, str]]:
         if _is_context(section):
             section = ""
         question = k == 0 and k + 1 < len(blocks) and _clinical_question(block)
-        if (_HISTORY_QUESTION.search(block) or question) and not _HEADER.search(block):
+        headers = list(_colon_matches(_HEADER, block))
+        history_question = "//" in block and bool(_HISTORY_QUESTION.search(block))
+        if (history_question or question) and not headers:
             parts.append((_UNLABELLED_INDICATION, block))  # "history // question", or asked
             continue
         # an anatomic sub-header is a boundary of no width (its words stay), also where it is
         # written in capitals like a header ("HEART: normal size")
-        subheaders = {m.start() for m in _ANATOMY.finditer(block)}
+        subheaders = {m.start() for m in _colon_matches(_ANATOMY, block)}
         cuts = sorted(
-            [(m.span(), m.group(1)) for m in _HEADER.finditer(block) if m.start() not in subheaders]
+            [(m.span(), m.group(1)) for m in headers if m.start() not in subheaders]
             + [((a, a), _SUBHEADER) for a in subheaders]
             + [(m.span(), None) for m in _NUMBERED.finditer(block)]
         )
@@ -222,7 +236,7 @@ def split_sections(text: str) -> list[tuple[str, str]]:
         pieces.append(segment[start:])
         for piece in pieces:
             sentence = " ".join(piece.split()).rstrip(";").strip()
-            if re.search(r"[A-Za-z0-9]", sentence.replace("XXXX", "")):
+            if _CONTENT.search(sentence.replace("XXXX", "")):
                 out.append((section, sentence))
     return out
 
