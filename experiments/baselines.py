@@ -24,7 +24,13 @@ from experiments.lockstep import Compute, Mode, run_federations
 from reportfed.core.aggregation import GlobalState
 from reportfed.core.config import PAPER, FederationConfig, Granularity
 from reportfed.core.labels import LabelSpace
-from reportfed.core.metrics import auroc, f1_thresholds, label_metrics, matched_thresholds
+from reportfed.core.metrics import (
+    auroc,
+    f1_thresholds,
+    label_metrics,
+    matched_thresholds,
+    node_mean,
+)
 from reportfed.core.paths import embeddings_cache_dir
 from reportfed.embed import DEFAULT_EMBEDDER, shared_embedder
 from reportfed.embed.granularity import embed_reports
@@ -295,11 +301,15 @@ class Judged:
     val_y: np.ndarray
     all_x: np.ndarray
     all_y: np.ndarray
+    #: ``all_y`` with what the text rules read where a row's site does not annotate the label
+    #: (:attr:`Scenario.read`), and each of those rows' site; ``None`` without a reading
+    read_y: np.ndarray | None = None
+    sites: np.ndarray | None = None
 
 
 #: the ways of choosing thresholds besides the validation rows' best F1 (:func:`_thresholds`),
-#: each judged as ``<rule>_f1``
-RULES = ("all_rows", "matched", "matched_all")
+#: each judged as ``<rule>_f1``; the last two where the scenario has the text rules' reading
+RULES = ("all_rows", "matched", "matched_all", "read_rows", "read_mean")
 #: the metrics judged on each of a scenario's views
 VIEW_METRICS = ("auroc", "leakfree_f1")
 
@@ -309,16 +319,38 @@ def _thresholds(model: Judged) -> dict[str, np.ndarray]:
     rows annotated (``f1``) or on every annotated row, training rows too (``all_rows``), and the
     score above which each label's share of rows matches its prevalence over the annotated rows
     (what the sites holding it can count), no label seen, over all validation rows
-    (``matched``) or all rows (``matched_all``)."""
+    (``matched``) or all rows (``matched_all``). Where the text rules read every site's reports
+    (:attr:`Judged.read_y`), best F1 on every row of every site, a label read where its site does
+    not annotate it (``read_rows``: pooled scores), and each site's best F1 on its own rows so
+    labelled, averaged over the sites weighted by their positives (``read_mean``: what a site
+    could send a server, a threshold and a count per label)."""
     val_p = predict_state(model.state, model.val_x)
     all_p = predict_state(model.state, model.all_x)
     prevalence = np.nanmean(model.all_y, axis=0)
-    return {
+    chosen = {
         "f1": f1_thresholds(model.val_y, val_p),
         "all_rows": f1_thresholds(model.all_y, all_p),
         "matched": matched_thresholds(val_p, prevalence),
         "matched_all": matched_thresholds(all_p, prevalence),
     }
+    if model.read_y is not None and model.sites is not None:
+        chosen["read_rows"] = f1_thresholds(model.read_y, all_p)
+        chosen["read_mean"] = _positive_mean(model.read_y, all_p, model.sites)
+    return chosen
+
+
+def _positive_mean(y: np.ndarray, p: np.ndarray, sites: np.ndarray) -> np.ndarray:
+    """Per label, each site's best-F1 threshold on its own rows (``y``, ``p``; each row's site in
+    ``sites``) averaged over the sites weighted by the site's positives of the label
+    (:func:`~reportfed.core.metrics.node_mean`); 0.5 where no site has a positive."""
+    per_site = []
+    for site in np.unique(sites):
+        mine = sites == site
+        positives = (y[mine] == 1).sum(axis=0)
+        chosen = f1_thresholds(y[mine], p[mine])
+        per_site += [(str(c), float(positives[c]), chosen[c : c + 1]) for c in range(y.shape[1])]
+    means = node_mean(per_site)
+    return np.array([means[str(c)][1][0] if str(c) in means else 0.5 for c in range(y.shape[1])])
 
 
 def _evaluate(
@@ -340,7 +372,11 @@ def _evaluate(
         np.concatenate(y_true, axis=1),
         np.concatenate(probs, axis=1),
         thresholds=np.concatenate([t["f1"] for t in thresholds]),
-        rules={r: np.concatenate([t[r] for t in thresholds]) for r in RULES},
+        rules={
+            r: np.concatenate([t[r] for t in thresholds])
+            for r in RULES
+            if all(r in t for t in thresholds)
+        },
     )
     by_label: dict[str, dict[str, list[float]]] = {}
     for j, name in enumerate(names):
@@ -376,14 +412,12 @@ def run_method(
     outcomes = []
     for scenario, result, federation in zip(scenarios, results, federations, strict=True):
         val_x = {s.name: scenario.site_x(s)[s.val] for s in scenario.sites}
-        all_x = {s.name: scenario.site_x(s)[np.concatenate([s.fit, s.val])] for s in scenario.sites}
+        all_rows = {s.name: np.concatenate([s.fit, s.val]) for s in scenario.sites}
+        all_x = {s.name: scenario.site_x(s)[all_rows[s.name]] for s in scenario.sites}
         # thresholds come from what a site knows: its annotations (every label for "observed")
         known = method if method.missing == "observed" else replace(method, missing="masked")
         val_y = {s.name: _targets(scenario, s, s.val, known) for s in scenario.sites}
-        counted = {
-            s.name: _targets(scenario, s, np.concatenate([s.fit, s.val]), known)
-            for s in scenario.sites
-        }
+        counted = {s.name: _targets(scenario, s, all_rows[s.name], known) for s in scenario.sites}
         union = scenario.union()
         if method.per_site:
             models = [
@@ -399,13 +433,25 @@ def run_method(
         else:
             state = result.state if result.state is not None else result.nodes["central"]
             cols = union.indices(state.labels)
+            every_y = np.concatenate(list(counted.values()))[:, cols]
+            read_y = sites = None
+            if scenario.read is not None:
+                # what the text rules read of every row, over the sites' labels
+                read = np.concatenate([scenario.read[rows] for rows in all_rows.values()])
+                read = read[:, scenario.labels.indices(union)]
+                read_y = np.where(np.isnan(every_y), read[:, cols], every_y)
+                sites = np.concatenate(
+                    [np.full(len(r), k) for k, r in enumerate(all_rows.values())]
+                )
             models = [
                 Judged(
                     state,
                     np.concatenate(list(val_x.values())),
                     np.concatenate(list(val_y.values()))[:, cols],
                     np.concatenate(list(all_x.values())),
-                    np.concatenate(list(counted.values()))[:, cols],
+                    every_y,
+                    read_y,
+                    sites,
                 )
             ]
         chosen = [_thresholds(m) for m in models]
