@@ -14,4 +14,5 @@ EXPERIMENTS = (
     "sentence",
     "consortium",
     "styles",
+    "thresholds",
 )

@@ -437,3 +437,53 @@ def consortium_table(runs: pd.DataFrame, setting: str) -> str:
         tests = ["" if p is None else f"{p:.2g}" for p in ps]
         lines.append(f"| {method} | {arm.n} | {' | '.join(cells)} | {' | '.join(tests)} |")
     return "\n".join(lines) + "\n"
+
+
+#: the threshold rules the thresholds experiment compares, by their F1 metric: the product's
+#: (every annotated row) first, then the validation rows', then those reading the labels a site
+#: lacks (:data:`experiments.baselines.RULES`)
+THRESHOLD_RULES = {
+    "all_rows_f1": "every annotated row (the product's)",
+    "leakfree_f1": "validation rows",
+    "read_rows_f1": "every row, the labels a site lacks as read",
+    "read_mean_f1": "each site's rows so read, averaged by positives",
+}
+
+
+def thresholds_table(runs: pd.DataFrame, setting: str) -> str:
+    """Per arm of ``setting``: its F1 with each of :data:`THRESHOLD_RULES` (the same models),
+    percent mean ± SD, with the paired p of each rule against the product's on the same seeds,
+    its ceiling and macro AUROC; and, per rule, the defaults' gap to central's F1 with the
+    validation thresholds (the reference of issue 73 §4) and with the same rule."""
+    here = runs[runs["setting"] == setting]
+    lines = [
+        f"Setting `{setting}`: F1 with thresholds chosen each way, on the same models (percent, "
+        "mean ± SD over the seeds; p: paired t-test against the product's thresholds, best F1 "
+        "on every row the sites annotate; F1 ceiling: thresholds best on the test rows):",
+        "",
+        "| method | n | "
+        + " | ".join(f"F1, {t}" for t in THRESHOLD_RULES.values())
+        + " | F1 ceiling | macro AUROC | "
+        + " | ".join(f"p ({t.split(' (')[0]})" for t in list(THRESHOLD_RULES.values())[1:])
+        + " |",
+        "| --- | ---: |" + " ---: |" * (2 * len(THRESHOLD_RULES) + 1),
+    ]
+    for method, sub in here.groupby("method", sort=False):
+        cells = [
+            f"{100 * sub[m].mean():.2f} ± {100 * sub[m].std():.2f}" if m in sub else "—"
+            for m in (*THRESHOLD_RULES, "f1_ceiling", "auroc")
+        ]
+        ps = [paired_p(sub.set_index("seed")[m], sub.set_index("seed")["all_rows_f1"])
+              for m in list(THRESHOLD_RULES)[1:]]  # fmt: skip
+        tests = ["" if p is None else f"{p:.2g}" for p in ps]
+        lines.append(f"| {method} | {len(sub)} | {' | '.join(cells)} | {' | '.join(tests)} |")
+    central = here[here["method"] == "central-sentence"]
+    defaults = here[here["method"] == DEFAULTS]
+    if len(central) and len(defaults):
+        lines += ["", "The defaults' F1 below central's, points (central with the validation "
+                  "thresholds / with the same rule):", ""]  # fmt: skip
+        for m, title in THRESHOLD_RULES.items():
+            gap = 100 * (central["leakfree_f1"].mean() - defaults[m].mean())
+            same = 100 * (central[m].mean() - defaults[m].mean())
+            lines.append(f"- {title}: {gap:.2f} / {same:.2f}")
+    return "\n".join(lines) + "\n"

@@ -22,7 +22,9 @@ each site's training rows held out for leak-free thresholds, MLP 512-256, Adam 1
   same on sentence-level embeddings (each sentence scored, max over a report's sentences);
 * ``consortium``: the F1 a consortium reads, at K = 2..10, with leads and threshold rules;
 * ``styles``: K=5, the same IU reports written in five hospital styles, at every site or one per
-  site, each model judged on the test rows in every style (:mod:`experiments.styles`).
+  site, each model judged on the test rows in every style (:mod:`experiments.styles`);
+* ``thresholds``: K=10, the product's defaults and central, each model's F1 with every way of
+  choosing thresholds, the text rules' reading of the labels a site lacks among them.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ from experiments.beyond import (
     defaults_table,
     f1_table,
     sweep_plot,
+    thresholds_table,
 )
 from experiments.iu_mimic import MIMIC_REPORTS, MimicSite, iu_mimic
 from experiments.protocol import Protocol, scenario
@@ -520,6 +523,13 @@ def _styles_settings(asked: Asked) -> tuple[list[Setting], str]:
     )
 
 
+@experiment("thresholds")
+def _thresholds_settings(asked: Asked) -> tuple[list[Setting], str]:
+    """K=10, the defaults and central, judged with every threshold rule (issue 73 §4)."""
+    arms = (DEFAULTS, "central-sentence")
+    return [Setting("K=10", 10, _iid(n_nodes=10, sentences=True, read=True), arms)], ""
+
+
 def beyond_tables(
     runs: pd.DataFrame,
     labels: pd.DataFrame,
@@ -673,6 +683,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     arms = [m for m in dict.fromkeys(m for s in settings for m in s.methods)]
     if args.name == "consortium":
         text += "".join("\n" + consortium_table(runs, s.name) for s in settings)
+    if args.name == "thresholds":
+        text += "".join("\n" + thresholds_table(runs, s.name) for s in settings)
     if args.name == "styles":
         text += "\n" + styles_table(runs, DEFAULTS)
         styles_plot(runs, DEFAULTS, out / f"{tag}.png")
