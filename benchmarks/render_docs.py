@@ -758,7 +758,7 @@ EXPERIMENTS = {
     "sentence": "sentence level",
     "consortium": "leak-free F1 of a consortium",
     "styles": "sites that write differently",
-    "thresholds": "thresholds at K=10",
+    "gap": "ten sites against central",
 }
 
 

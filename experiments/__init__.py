@@ -14,5 +14,5 @@ EXPERIMENTS = (
     "sentence",
     "consortium",
     "styles",
-    "thresholds",
+    "gap",
 )

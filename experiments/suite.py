@@ -23,8 +23,9 @@ each site's training rows held out for leak-free thresholds, MLP 512-256, Adam 1
 * ``consortium``: the F1 a consortium reads, at K = 2..10, with leads and threshold rules;
 * ``styles``: K=5, the same IU reports written in five hospital styles, at every site or one per
   site, each model judged on the test rows in every style (:mod:`experiments.styles`);
-* ``thresholds``: K=10, the product's defaults and central, each model's F1 with every way of
-  choosing thresholds, the text rules' reading of the labels a site lacks among them.
+* ``gap``: K=10, the product's defaults against central and against changes to them, each
+  model's F1 with every way of choosing thresholds, the text rules' reading of the labels a
+  site lacks among them.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from experiments.beyond import (
     CONSORTIUM,
     DEFAULTS,
     FEDPROX,
+    GAP,
     SENTENCE_VARIANTS,
     SWEEP,
     TEMPLATED,
@@ -54,8 +56,8 @@ from experiments.beyond import (
     curve_plot,
     defaults_table,
     f1_table,
+    gap_table,
     sweep_plot,
-    thresholds_table,
 )
 from experiments.iu_mimic import MIMIC_REPORTS, MimicSite, iu_mimic
 from experiments.protocol import Protocol, scenario
@@ -523,10 +525,11 @@ def _styles_settings(asked: Asked) -> tuple[list[Setting], str]:
     )
 
 
-@experiment("thresholds")
-def _thresholds_settings(asked: Asked) -> tuple[list[Setting], str]:
-    """K=10, the defaults and central, judged with every threshold rule (issue 73 §4)."""
-    arms = (DEFAULTS, "central-sentence")
+@experiment("gap")
+def _gap_settings(asked: Asked) -> tuple[list[Setting], str]:
+    """K=10: the defaults, central, and changes to the defaults paired with them, each judged
+    with every threshold rule (issue 73 §4)."""
+    arms = (DEFAULTS, "central-sentence", *GAP)
     return [Setting("K=10", 10, _iid(n_nodes=10, sentences=True, read=True), arms)], ""
 
 
@@ -649,7 +652,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     tag = f"{name}-quick" if args.quick else name
     out = Path(args.out)
     print(f"results: {out.resolve()}", file=sys.stderr, flush=True)
-    methods = {**METHODS, **VARIANTS, **SENTENCE_VARIANTS, **CONSORTIUM}
+    methods = {**METHODS, **VARIANTS, **SENTENCE_VARIANTS, **CONSORTIUM, **GAP}
     if args.tables_only:
         runs, labels, rounds = stored(tag, out)
         if runs.empty:
@@ -683,8 +686,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     arms = [m for m in dict.fromkeys(m for s in settings for m in s.methods)]
     if args.name == "consortium":
         text += "".join("\n" + consortium_table(runs, s.name) for s in settings)
-    if args.name == "thresholds":
-        text += "".join("\n" + thresholds_table(runs, s.name) for s in settings)
+    if args.name == "gap":
+        text += "".join("\n" + gap_table(runs, s.name) for s in settings)
     if args.name == "styles":
         text += "\n" + styles_table(runs, DEFAULTS)
         styles_plot(runs, DEFAULTS, out / f"{tag}.png")
