@@ -1041,6 +1041,16 @@ def styles() -> str:
     )
 
 
+def gap() -> str:
+    """Ten sites against central: the gap experiment's table (``experiments/results/gap.csv``)."""
+    from experiments.beyond import gap_table
+
+    return (
+        "From `experiments/results/gap.csv` (`python -m experiments gap`, 20 seeds, on today's "
+        "labels). " + gap_table(_experiment("gap.csv"), "K=10").rstrip()
+    )
+
+
 def environment() -> str:
     """reportfed's environment variables, as ``reportfed.core.environment`` declares them."""
     from reportfed.core.environment import VARIABLES
@@ -1059,6 +1069,7 @@ RENDERERS: dict[str, Callable[[], str]] = {
     "options_alone": options_alone,
     "rare_labels": rare_labels,
     "styles": styles,
+    "gap": gap,
     "engines": engines,
     "openi_gold": openi_gold,
     "openi_sort": openi_sort,

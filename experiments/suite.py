@@ -23,7 +23,7 @@ each site's training rows held out for leak-free thresholds, MLP 512-256, Adam 1
 * ``consortium``: the F1 a consortium reads, at K = 2..10, with leads and threshold rules;
 * ``styles``: K=5, the same IU reports written in five hospital styles, at every site or one per
   site, each model judged on the test rows in every style (:mod:`experiments.styles`);
-* ``gap``: K=10, the product's defaults against central and against changes to them, each
+* ``gap``: K=10, the product's defaults against central and against a change to them, each
   model's F1 with every way of choosing thresholds, the text rules' reading of the labels a
   site lacks among them.
 """
@@ -527,7 +527,7 @@ def _styles_settings(asked: Asked) -> tuple[list[Setting], str]:
 
 @experiment("gap")
 def _gap_settings(asked: Asked) -> tuple[list[Setting], str]:
-    """K=10: the defaults, central, and changes to the defaults paired with them, each judged
+    """K=10: the defaults, central, and a change to the defaults paired with them, each judged
     with every threshold rule (issue 73 §4)."""
     arms = (DEFAULTS, "central-sentence", *GAP)
     return [Setting("K=10", 10, _iid(n_nodes=10, sentences=True, read=True), arms)], ""
