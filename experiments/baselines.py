@@ -436,10 +436,11 @@ def run_method(
             every_y = np.concatenate(list(counted.values()))[:, cols]
             read_y = sites = None
             if scenario.read is not None:
-                # what the text rules read of every row, over the sites' labels
+                # what the text rules read of every row, over the model's labels
                 read = np.concatenate([scenario.read[rows] for rows in all_rows.values()])
-                read = read[:, scenario.labels.indices(union)]
-                read_y = np.where(np.isnan(every_y), read[:, cols], every_y)
+                read_y = np.where(
+                    np.isnan(every_y), read[:, scenario.labels.indices(state.labels)], every_y
+                )
                 sites = np.concatenate(
                     [np.full(len(r), k) for k, r in enumerate(all_rows.values())]
                 )

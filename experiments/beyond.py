@@ -461,7 +461,7 @@ def consortium_table(runs: pd.DataFrame, setting: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-#: the threshold rules the thresholds experiment compares, by their F1 metric: the product's
+#: the threshold rules the gap experiment compares, by their F1 metric: the product's
 #: (every annotated row) first, then the validation rows', then those reading the labels a site
 #: lacks (:data:`experiments.baselines.RULES`)
 THRESHOLD_RULES = {
