@@ -17,8 +17,8 @@ from reportfed.text.states import rule_states
 from .conftest import shared_file
 
 #: macro F1 of state 1 against the gold's 1 the rules reach (benchmarks/results/yardsticks_rules.json:
-#: 0.848, half A 0.860, half B 0.835; before round five 0.796, 0.815, 0.776), less 0.005
-FLOORS = {"all": 0.843, "A": 0.855, "B": 0.830}
+#: 0.853, half A 0.860, half B 0.846; before round five 0.796, 0.815, 0.776), less 0.005
+FLOORS = {"all": 0.848, "A": 0.855, "B": 0.841}
 
 
 def test_the_halves_are_a_fixed_hash_of_the_id() -> None:
@@ -85,6 +85,29 @@ def test_a_normal_predicate_negates_every_finding_coordinated_before_it(iu_archi
     assert ((states[:, 1] == 0) | np.isnan(states[:, 1])).all()  # never Edema 1 or -1
     engorged = [k for k, s in enumerate(sentences) if "engorgement" in s.lower()]
     assert engorged and (states[engorged, 1] == 0).all()
+
+
+def test_a_hedges_connective_keeps_its_scope(iu_archive: Path) -> None:
+    """A hedged cause takes its connective with it: in every IU sentence where "may be
+    compatible with", "could be related to" and the like come before a finding, the finding is
+    hedged (before, "with" and "to" ended the hedge's scope, and 2 of IU's 15 read 1)."""
+    from reportfed.data.iu import load_iu
+    from reportfed.text.sentences import findings_sentences
+
+    hedge = re.compile(
+        r"\b(?:may|might|could) be (?:\w+ )?(?:(?:due|secondary|related) to|(?:compatible|"
+        r"consistent) with) (?:[\w/-]+ ){0,3}?(pneumonia|edema|atelectasis)\b",
+        re.IGNORECASE,
+    )
+    found = {
+        s: m.group(1).capitalize()
+        for text in load_iu(iu_archive).texts
+        for s in findings_sentences(text)
+        if (m := hedge.search(s))
+    }
+    assert len(found) >= 10
+    for sentence, finding in found.items():
+        assert rule_states([sentence], [finding])[0, 0] == -1, sentence
 
 
 @pytest.mark.parametrize(

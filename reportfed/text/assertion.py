@@ -170,14 +170,26 @@ def has_lexicon(label: str, lexicon: Lexicon = PLAIN) -> bool:
     return label in FINDINGS or (lexicon.findings is not None and label in lexicon.findings)
 
 
+@functools.lru_cache(maxsize=2**12)
+def _terminators(sentence: str) -> tuple[tuple[int, int], ...]:
+    """Where ``sentence``'s scope terminators stand, less those inside a hedge whose words they
+    are ("may be secondary to", "may be compatible with": the hedge governs what follows)."""
+    hedges = [m.span() for m in _UNC_BEFORE.finditer(sentence)]
+    return tuple(
+        m.span()
+        for m in _TERMINATORS.finditer(sentence)
+        if not any(a <= m.start() and m.end() <= b for a, b in hedges)
+    )
+
+
 def _clause(sentence: str, start: int, end: int) -> tuple[int, int]:
     """The clause around characters ``start:end``: from the last terminator before to the next."""
     lo, hi = 0, len(sentence)
-    for m in _TERMINATORS.finditer(sentence):
-        if m.end() <= start:
-            lo = m.end()
-        elif m.start() >= end:
-            hi = min(hi, m.start())
+    for t_start, t_end in _terminators(sentence):
+        if t_end <= start:
+            lo = t_end
+        elif t_start >= end:
+            hi = min(hi, t_start)
     for m in _NEW_CLAUSE.finditer(sentence):
         if m.end() <= start:
             lo = max(lo, m.start() + 1)
