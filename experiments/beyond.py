@@ -472,6 +472,35 @@ THRESHOLD_RULES = {
 }
 
 
+def threshold_rules_table(runs: pd.DataFrame, method: str) -> str:
+    """Per setting where ``method`` ran with sites that read the labels they lack: its F1 with
+    each of :data:`THRESHOLD_RULES` (the same models), percent mean ± SD, and the paired p of
+    each rule against the product's on the same models; "" where no such run is stored."""
+    here = runs[runs["method"] == method]
+    if "read_rows_f1" not in here or here["read_rows_f1"].isna().all():
+        return ""
+    rules = list(THRESHOLD_RULES)
+    lines = [
+        f"`{method}` with each way of choosing thresholds, on the same models (percent, mean ± "
+        "SD over the seeds; p: paired t-test against the product's thresholds, best F1 on every "
+        "row the sites annotate):",
+        "",
+        "| setting | n | "
+        + " | ".join(f"F1, {THRESHOLD_RULES[m]}" for m in rules)
+        + " | "
+        + " | ".join(f"p ({THRESHOLD_RULES[m]})" for m in rules[1:])
+        + " |",
+        "| --- | ---: |" + " ---: |" * (2 * len(rules) - 1),
+    ]
+    for setting, sub in here.groupby("setting", sort=False):
+        sub = sub.set_index("seed")
+        cells = [f"{100 * sub[m].mean():.2f} ± {100 * sub[m].std():.2f}" for m in rules]
+        ps = [paired_p(sub[m], sub[rules[0]]) for m in rules[1:]]
+        tests = ["" if p is None else f"{p:.2g}" for p in ps]
+        lines.append(f"| {setting} | {len(sub)} | {' | '.join(cells)} | {' | '.join(tests)} |")
+    return "\n".join(lines) + "\n"
+
+
 def gap_table(runs: pd.DataFrame, setting: str) -> str:
     """Per arm of ``setting``: its F1 with each of :data:`THRESHOLD_RULES` (the same models),
     percent mean ± SD, its ceiling and macro AUROC, the paired p of each rule against the

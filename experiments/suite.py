@@ -58,6 +58,7 @@ from experiments.beyond import (
     f1_table,
     gap_table,
     sweep_plot,
+    threshold_rules_table,
 )
 from experiments.iu_mimic import MIMIC_REPORTS, MimicSite, iu_mimic
 from experiments.protocol import Protocol, scenario
@@ -686,6 +687,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     arms = [m for m in dict.fromkeys(m for s in settings for m in s.methods)]
     if args.name == "consortium":
         text += "".join("\n" + consortium_table(runs, s.name) for s in settings)
+        if reading := threshold_rules_table(runs, DEFAULTS):  # runs that store the rules
+            text += "\n" + reading
     if args.name == "gap":
         text += "".join("\n" + gap_table(runs, s.name) for s in settings)
     if args.name == "styles":

@@ -217,6 +217,24 @@ def test_the_committed_beyond_tables_are_what_its_committed_runs_give(tmp_path) 
         assert (tmp_path / png).read_bytes()[:4] == b"\x89PNG"
 
 
+def test_the_threshold_rules_over_k_are_the_gap_tables_numbers() -> None:
+    """The consortium experiment's table of threshold rules per K gives, for the defaults at
+    K=10, the F1 the gap experiment's table gives from the same runs; runs that stored no
+    reading (the consortium's before the rules were added) give no table."""
+    import pandas as pd
+
+    from experiments.beyond import DEFAULTS, gap_table, threshold_rules_table
+
+    committed = Path(__file__).resolve().parents[1] / "experiments" / "results"
+    gap = pd.read_csv(committed / "gap.csv")
+    row = threshold_rules_table(gap, DEFAULTS).splitlines()[-1].split(" | ")
+    defaults = next(
+        r for r in gap_table(gap, "K=10").splitlines() if r.startswith(f"| {DEFAULTS} |")
+    )
+    assert row[:6] == ["| K=10", *defaults.split(" | ")[1:6]]
+    assert threshold_rules_table(pd.read_csv(committed / "consortium.csv"), DEFAULTS) == ""
+
+
 def test_the_iu_mimic_experiment_runs_on_the_mimic_fixture(
     processes: None, tmp_path: Path, embeddings_cache: Path, iu_archive: Path
 ) -> None:
