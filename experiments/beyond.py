@@ -479,26 +479,40 @@ def threshold_rules_table(runs: pd.DataFrame, method: str) -> str:
     here = runs[runs["method"] == method]
     if "read_rows_f1" not in here or here["read_rows_f1"].isna().all():
         return ""
-    rules = list(THRESHOLD_RULES)
     lines = [
         f"`{method}` with each way of choosing thresholds, on the same models (percent, mean ± "
         "SD over the seeds; p: paired t-test against the product's thresholds, best F1 on every "
         "row the sites annotate):",
         "",
-        "| setting | n | "
-        + " | ".join(f"F1, {THRESHOLD_RULES[m]}" for m in rules)
-        + " | "
-        + " | ".join(f"p ({THRESHOLD_RULES[m]})" for m in rules[1:])
-        + " |",
-        "| --- | ---: |" + " ---: |" * (2 * len(rules) - 1),
+        *_rules_header("setting"),
     ]
     for setting, sub in here.groupby("setting", sort=False):
-        sub = sub.set_index("seed")
-        cells = [f"{100 * sub[m].mean():.2f} ± {100 * sub[m].std():.2f}" for m in rules]
-        ps = [paired_p(sub[m], sub[rules[0]]) for m in rules[1:]]
-        tests = ["" if p is None else f"{p:.2g}" for p in ps]
-        lines.append(f"| {setting} | {len(sub)} | {' | '.join(cells)} | {' | '.join(tests)} |")
+        lines.append(_rules_row(str(setting), sub.set_index("seed")))
     return "\n".join(lines) + "\n"
+
+
+def _rules_header(first: str, metrics: Sequence[str] = (), tests: Sequence[str] = ()) -> list[str]:
+    """A table's header: ``first``, n, F1 with each of :data:`THRESHOLD_RULES`, then ``metrics``,
+    the p of each rule against the product's, then ``tests``."""
+    rules = list(THRESHOLD_RULES.values())
+    columns = [first, "n", *(f"F1, {t}" for t in rules), *metrics]
+    columns += [*(f"p ({t})" for t in rules[1:]), *tests]
+    return ["| " + " | ".join(columns) + " |", "| --- |" + " ---: |" * (len(columns) - 1)]
+
+
+def _rules_row(
+    name: str, sub: pd.DataFrame, metrics: Sequence[str] = (), tests: Sequence[float | None] = ()
+) -> str:
+    """The row of ``sub`` (one arm's runs indexed by seed) under :func:`_rules_header`: percent
+    mean ± SD of each rule's F1 and of ``metrics`` ("—" where not stored), the p of each rule
+    against the product's on the same models, then ``tests``."""
+    cells = [
+        f"{100 * sub[m].mean():.2f} ± {100 * sub[m].std():.2f}" if m in sub else "—"
+        for m in (*THRESHOLD_RULES, *metrics)
+    ]
+    ps = [paired_p(sub[m], sub["all_rows_f1"]) for m in list(THRESHOLD_RULES)[1:]] + [*tests]
+    shown = ["" if p is None else f"{p:.2g}" for p in ps]
+    return f"| {name} | {len(sub)} | {' | '.join(cells)} | {' | '.join(shown)} |"
 
 
 def gap_table(runs: pd.DataFrame, setting: str) -> str:
@@ -515,27 +529,18 @@ def gap_table(runs: pd.DataFrame, setting: str) -> str:
         "product's F1 and AUROC against the defaults' on the same seeds; F1 ceiling: thresholds "
         "best on the test rows):",
         "",
-        "| method | n | "
-        + " | ".join(f"F1, {t}" for t in rules)
-        + " | F1 ceiling | macro AUROC | "
-        + " | ".join(f"p ({t})" for t in rules[1:])
-        + " | p (F1 vs defaults) | p (AUROC vs defaults) |",
-        "| --- | ---: |" + " ---: |" * (2 * len(rules) + 3),
+        *_rules_header(
+            "method", ("F1 ceiling", "macro AUROC"), ("p (F1 vs defaults)", "p (AUROC vs defaults)")
+        ),
     ]
     defaults = here[here["method"] == DEFAULTS].set_index("seed")
     arms = {str(m): sub.set_index("seed") for m, sub in here.groupby("method", sort=False)}
     for method, sub in arms.items():
-        cells = [
-            f"{100 * sub[m].mean():.2f} ± {100 * sub[m].std():.2f}" if m in sub else "—"
-            for m in (*THRESHOLD_RULES, "f1_ceiling", "auroc")
-        ]
-        ps = [paired_p(sub[m], sub["all_rows_f1"]) for m in list(THRESHOLD_RULES)[1:]]
-        ps += [
+        against = [
             None if method == DEFAULTS or not len(defaults) else paired_p(sub[m], defaults[m])
             for m in ("all_rows_f1", "auroc")
         ]
-        tests = ["" if p is None else f"{p:.2g}" for p in ps]
-        lines.append(f"| {method} | {len(sub)} | {' | '.join(cells)} | {' | '.join(tests)} |")
+        lines.append(_rules_row(method, sub, ("f1_ceiling", "auroc"), against))
     central = arms.get("central-sentence")
     if central is not None:
         lines += ["", "Each arm's F1 below central's at the same rule, points:", ""]
