@@ -110,6 +110,29 @@ def test_a_hedges_connective_keeps_its_scope(iu_archive: Path) -> None:
         assert rule_states([sentence], [finding])[0, 0] == -1, sentence
 
 
+def test_a_past_finding_that_explains_the_film_is_a_mention(iu_archive: Path) -> None:
+    """The conventions table: "consistent with the patient's history of pulmonary fibrosis",
+    "consistent with prior tuberculous infection" name the finding (1), though the CheXpert
+    labeler negates "history of" and NIH's gold calls a past infection absent."""
+    from reportfed.data.iu import load_iu
+    from reportfed.text.sentences import findings_sentences
+
+    past = re.compile(
+        r"\b(?:consistent|compatible) with (?:the )?(?:patient's )?(?:history of|prior|previous)"
+        r"(?: [\w']+){0,3}? (fibrosis|pneumonia|(?:tuberculous|tuberculosis) infection)\b",
+        re.IGNORECASE,
+    )
+    found = {
+        s: "Fibrosis" if m.group(1).lower() == "fibrosis" else "Pneumonia"
+        for text in load_iu(iu_archive).texts
+        for s in findings_sentences(text)
+        if (m := past.search(s))
+    }
+    assert set(found.values()) == {"Fibrosis", "Pneumonia"}
+    for sentence, finding in found.items():
+        assert rule_states([sentence], [finding])[0, 0] == 1, sentence
+
+
 @pytest.mark.parametrize(
     ("sentence", "expected"),
     [
