@@ -14,7 +14,8 @@ else uncertain, else negated).
 
 It runs where medspaCy installs: on Python 3.11 that is spaCy 3.7 and NumPy 1, an environment
 of its own beside reportfed's (``pip install "numpy<2" "pandas<3" "py3langid<0.4" google-re2
-medspacy==1.3.1`` and reportfed without its dependencies; py3langid 0.4 needs NumPy 2).
+platformdirs medspacy==1.3.1`` and reportfed without its dependencies; py3langid 0.4 needs
+NumPy 2).
 """
 
 from __future__ import annotations
