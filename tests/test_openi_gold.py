@@ -59,26 +59,30 @@ def test_hedges_that_lean_to_present_are_what_the_gold_calls_present(iu_archive:
     assert set(details["why"]) <= set(WHY) and (details["why"] == "likely").sum() > 100
 
 
+def _iu_sentences(iu_archive: Path, pattern: re.Pattern[str]) -> dict[str, re.Match[str]]:
+    """Every distinct findings sentence of IU's reports where ``pattern`` is found, with its
+    match (the sentences are read from the archive, never written here)."""
+    from reportfed.data.iu import load_iu
+    from reportfed.text.sentences import findings_sentences
+
+    return {
+        s: m
+        for text in load_iu(iu_archive).texts
+        for s in findings_sentences(text)
+        if (m := pattern.search(s))
+    }
+
+
 def test_a_normal_predicate_negates_every_finding_coordinated_before_it(iu_archive: Path) -> None:
     """IU's 'Heart size and pulmonary vascular engorgement appear within limits of normal': both
     findings are normal (the old rules read Edema 1 in all 18 reports that say it), and so is
     every finding in any IU sentence where two anatomies or findings share a normal predicate."""
-    from reportfed.data.iu import load_iu
-    from reportfed.text.sentences import findings_sentences
-
     shared = re.compile(
         r"^(?:the )?heart size and (?:the )?pulmonary vascula\w+(?: \w+)? "
         r"(?:appears?|are) within (?:normal limits|(?:the )?limits of normal)\.?$",
         re.IGNORECASE,
     )
-    sentences = sorted(
-        {
-            s
-            for text in load_iu(iu_archive).texts
-            for s in findings_sentences(text)
-            if shared.match(s)
-        }
-    )
+    sentences = sorted(_iu_sentences(iu_archive, shared))
     assert len(sentences) >= 3
     states = rule_states(sentences, ["Cardiomegaly", "Edema"])
     assert (states[:, 0] == 0).all()  # heart size: normal
@@ -91,20 +95,12 @@ def test_a_hedges_connective_keeps_its_scope(iu_archive: Path) -> None:
     """A hedged cause takes its connective with it: in every IU sentence where "may be
     compatible with", "could be related to" and the like come before a finding, the finding is
     hedged (before, "with" and "to" ended the hedge's scope, and 2 of IU's 15 read 1)."""
-    from reportfed.data.iu import load_iu
-    from reportfed.text.sentences import findings_sentences
-
     hedge = re.compile(
         r"\b(?:may|might|could) be (?:\w+ )?(?:(?:due|secondary|related) to|(?:compatible|"
         r"consistent) with) (?:[\w/-]+ ){0,3}?(pneumonia|edema|atelectasis)\b",
         re.IGNORECASE,
     )
-    found = {
-        s: m.group(1).capitalize()
-        for text in load_iu(iu_archive).texts
-        for s in findings_sentences(text)
-        if (m := hedge.search(s))
-    }
+    found = {s: m.group(1).capitalize() for s, m in _iu_sentences(iu_archive, hedge).items()}
     assert len(found) >= 10
     for sentence, finding in found.items():
         assert rule_states([sentence], [finding])[0, 0] == -1, sentence
@@ -114,9 +110,6 @@ def test_a_past_finding_that_explains_the_film_is_a_mention(iu_archive: Path) ->
     """The conventions table: "consistent with the patient's history of pulmonary fibrosis",
     "consistent with prior tuberculous infection" name the finding (1), though the CheXpert
     labeler negates "history of" and NIH's gold calls a past infection absent."""
-    from reportfed.data.iu import load_iu
-    from reportfed.text.sentences import findings_sentences
-
     past = re.compile(
         r"\b(?:consistent|compatible) with (?:the )?(?:patient's )?(?:history of|prior|previous)"
         r"(?: [\w']+){0,3}? (fibrosis|pneumonia|(?:tuberculous|tuberculosis) infection)\b",
@@ -124,9 +117,7 @@ def test_a_past_finding_that_explains_the_film_is_a_mention(iu_archive: Path) ->
     )
     found = {
         s: "Fibrosis" if m.group(1).lower() == "fibrosis" else "Pneumonia"
-        for text in load_iu(iu_archive).texts
-        for s in findings_sentences(text)
-        if (m := past.search(s))
+        for s, m in _iu_sentences(iu_archive, past).items()
     }
     assert set(found.values()) == {"Fibrosis", "Pneumonia"}
     for sentence, finding in found.items():
