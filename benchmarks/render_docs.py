@@ -47,22 +47,29 @@ def _current(found: dict) -> list[dict]:  # type: ignore[type-arg]
 
 
 def long_report() -> str:
-    """Seconds per step of labelling one report, by its length."""
+    """Seconds per step of labelling one report, by its length: reports of many sentences, then
+    one run-on sentence."""
     found = _load("long_report")
     lines = [
         f"Measured on {_machine(found)} (`python benchmarks/long_report.py`; seconds, the "
         f"median of {found.get('repeats', 1)} runs):",
-        "",
-        "| sentences | characters | split (s) | mentions (s) | whole labelling (s) | labelling / half the sentences |",
-        "| ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
-    ratios = {r["sentences"]: r["label_s"] for r in found["ratio_to_half_the_sentences"]}
-    for row in found["rows"]:
-        ratio = f"{ratios[row['sentences']]:.2f}x" if row["sentences"] in ratios else ""
-        lines.append(
-            f"| {row['sentences']:,} | {row['characters']:,} | {row['split_s']:.2f} | "
-            f"{row['mentions_s']:.2f} | {row['label_s']:.2f} | {ratio} |"
-        )
+    tables = (("", "sentences"), ("run_on_", "IU sentences in one run-on sentence"))
+    for key, unit in tables:
+        if key + "rows" not in found:
+            continue
+        ratios = {r["sentences"]: r["label_s"] for r in found[key + "ratio_to_half_the_sentences"]}
+        lines += [
+            "",
+            f"| {unit} | characters | split (s) | mentions (s) | whole labelling (s) | labelling / half the sentences |",
+            "| ---: | ---: | ---: | ---: | ---: | ---: |",
+        ]
+        for row in found[key + "rows"]:
+            ratio = f"{ratios[row['sentences']]:.2f}x" if row["sentences"] in ratios else ""
+            lines.append(
+                f"| {row['sentences']:,} | {row['characters']:,} | {row['split_s']:.2f} | "
+                f"{row['mentions_s']:.2f} | {row['label_s']:.2f} | {ratio} |"
+            )
     return "\n".join(lines)
 
 

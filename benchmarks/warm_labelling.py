@@ -49,7 +49,8 @@ else:
     for first in range(0, n, len(texts)):
         # the rules' caches, as each version names them
         for module, name in ((assertion, "_sentence_mentions"), (assertion, "_sentence_breaks"),
-                             (assertion, "_terminators"), (sentences, "_reading"),
+                             (assertion, "_terminators"), (assertion, "_boundaries"),
+                             (sentences, "_reading"),
                              (sentences, "_findings_sections")):
             cached = getattr(module, name, None)
             if hasattr(cached, "cache_clear"):

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from reportfed.text.assertion import report_assertions
+from reportfed.text.assertion import find_mentions, report_assertions
 from reportfed.text.states import chexpert_states, report_mentions
 
 NEGATIONS = [
@@ -163,6 +163,26 @@ def test_uncertainty_cues(template: str) -> None:
 )
 def test_mentions_in_context(text: str, expected: dict[str, str | None]) -> None:
     assert report_assertions(text, list(expected)) == expected
+
+
+def test_a_run_on_sentence_reads_each_clause_as_it_reads_alone() -> None:
+    # a dictation that never ends a sentence: 400 clauses, 34,000 characters in one sentence;
+    # every mention keeps the state it has in its own clause
+    unit = "no pleural effusion but there is a small pneumothorax which may be due to pneumonia "
+    labels = ["Pleural Effusion", "Pneumothorax", "Pneumonia"]
+    (alone,) = report_mentions([unit], labels)
+    assert [alone[label].assertion for label in labels] == ["negated", "affirmed", "uncertain"]
+    states = [(m.label, m.assertion) for m in find_mentions("Findings: " + unit * 400, labels)]
+    assert len(states) == 3 * 400
+    assert set(states) == {(label, alone[label].assertion) for label in labels}
+
+
+def test_a_negation_reaches_to_the_end_of_a_long_list() -> None:
+    # one clause of 31 findings, the last about 500 characters after its "no"
+    listed = ", ".join(["focal consolidation", "pleural effusion", "pneumothorax"] * 10)
+    text = f"There is no {listed} or pulmonary edema."
+    labels = ["Consolidation", "Pleural Effusion", "Pneumothorax", "Edema"]
+    assert report_assertions(text, labels) == dict.fromkeys(labels, "negated")
 
 
 def test_states_combine_text_and_model() -> None:
