@@ -17,8 +17,9 @@ A report's state for a label aggregates its mentions as the CheXpert labeler doe
 any mention is, else uncertain if any is, else negated if any is, else not mentioned.
 
 Limits: the lexicon is finite (a paraphrase outside it is not a mention; the presence model can
-still call the finding), scopes are clause-level rather than parsed, and double negation
-("cannot rule out no effusion") is not handled.
+still call the finding), scopes are clause-level rather than parsed (and a clause is cut
+:data:`_SCOPE_CHARS` characters either side of its mention), and double negation ("cannot rule
+out no effusion") is not handled.
 """
 
 from __future__ import annotations
