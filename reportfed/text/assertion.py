@@ -405,19 +405,27 @@ def _spans(
     return sorted(spans)
 
 
+def _within(at: int, matches: list[re.Match[str]], starts: list[int]) -> bool:
+    """Whether character ``at`` lies inside one of ``matches`` (in order, not overlapping;
+    ``starts``: their starts)."""
+    i = bisect.bisect_right(starts, at) - 1  # the only match that can hold it
+    return i >= 0 and at < matches[i].end()
+
+
 @functools.lru_cache(maxsize=2**15)
 def _sentence_mentions(sentence: str, lexicon: Lexicon = PLAIN) -> tuple[Mention, ...]:
     """The mentions of every finding in one sentence, as the report's sentence 0. Remembered:
     hospitals' reports repeat their sentences ("No pneumothorax."), and a sentence reads the same
     in any report."""
     found: list[Mention] = []
-    hardware = [m.span() for m in _HARDWARE_FRACTURE.finditer(sentence)]
+    hardware = list(_HARDWARE_FRACTURE.finditer(sentence))
+    hardware_starts = [m.start() for m in hardware]
     for label, named, anatomy, unmention in _expressions(lexicon):
         spans = [
             (start, end)
             for start, end in _spans(sentence, named, unmention)
             if not _CAVEAT.search(sentence, max(0, start - _SCOPE_CHARS), start)
-            and not (label == "Fracture" and any(a <= start < b for a, b in hardware))
+            and not (label == "Fracture" and _within(start, hardware, hardware_starts))
         ]
         hedged = _HEDGED_NAME_RE.get(label)
         for span in spans:
