@@ -4,8 +4,8 @@ Single reports of 2k to 32k sentences (IU findings sentences in order, under a `
 header, a section header every 50 sentences), and single run-on sentences of 500 to 4k IU
 sentences (the same sentences without their full stops: a dictation that never ends one), go
 through each step of ``reportfed label`` on one report: sentence splitting
-(:func:`~reportfed.text.sentences.report_units`), mentions and their assertions (:func:`~reportfed.text.states.report_mentions`) and the whole labelling with the
-default model (:meth:`~reportfed.labeler.ReportLabeler.annotate`, evidence included, embedding
+(:func:`~reportfed.text.sentences.report_units`), mentions and their assertions
+(:func:`~reportfed.text.states.report_mentions`) and the whole labelling with the default model (:meth:`~reportfed.labeler.ReportLabeler.annotate`, evidence included, embedding
 cache warm: every sentence was embedded once before the timing, so the times are the text path's
 and the model's; the text path's memory of the sentences it read is emptied before every run).
 Each time is the median of ``--repeats`` runs; each step's ratio between consecutive lengths is
@@ -41,9 +41,15 @@ from reportfed.text.states import report_mentions
 RESULTS = Path(__file__).resolve().parent / "results" / "long_report.json"
 
 
+@functools.cache
+def _pool() -> list[str]:
+    """IU's findings sentences, report after report (read once for every report built)."""
+    return [s for text in load_iu().texts for s in split_sentences(text)]
+
+
 def long_report(n_sentences: int, every: int = 50) -> str:
     """A report of ``n_sentences`` IU findings sentences, a header every ``every`` of them."""
-    pool = [s for text in load_iu().texts for s in split_sentences(text)]
+    pool = _pool()
     lines = ["FINDINGS:"]
     for i in range(n_sentences):
         if i and i % every == 0:
@@ -54,9 +60,9 @@ def long_report(n_sentences: int, every: int = 50) -> str:
 
 def run_on(n_sentences: int) -> str:
     """One sentence of ``n_sentences`` IU findings sentences, their full stops left out."""
-    pool = [s for text in load_iu().texts for s in split_sentences(text)]
-    words = [re.sub(r"[.!?\s]+$", "", pool[i % len(pool)]) for i in range(n_sentences)]
-    return "FINDINGS: " + " ".join(words) + "."
+    pool = _pool()
+    unended = [re.sub(r"[.!?\s]+$", "", pool[i % len(pool)]) for i in range(n_sentences)]
+    return "FINDINGS: " + " ".join(unended) + "."
 
 
 def seconds(step: Callable[[], object], repeats: int) -> float:

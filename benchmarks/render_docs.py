@@ -56,8 +56,6 @@ def long_report() -> str:
     ]
     tables = (("", "sentences"), ("run_on_", "IU sentences in one run-on sentence"))
     for key, unit in tables:
-        if key + "rows" not in found:
-            continue
         ratios = {r["sentences"]: r["label_s"] for r in found[key + "ratio_to_half_the_sentences"]}
         lines += [
             "",
@@ -834,6 +832,8 @@ def openi_reach() -> str:
     CheXpert labeler's conventions stand: in the findings read by hand, every cell sorted as
     reportfed's error mended; in the others, every disagreement but a hedge's, whatever its
     cause (an upper bound: it counts the gold's errors and de-identified words as mendable)."""
+    from benchmarks.openi_gold import _prf
+
     gold = _load("openi_gold")["rules"]["all"]
     by_hand = _load("openi_disagreements")
     reach = {}
@@ -845,16 +845,13 @@ def openi_reach() -> str:
             )
             # each mended cell a missed positive found or a false one removed, the better split
             reach[label] = max(
-                2 * (tp + k) / (2 * (tp + k) + max(fp - own + k, 0) + max(fn - k, 0))
-                for k in range(own + 1)
+                _prf(tp + k, max(fp - own + k, 0), max(fn - k, 0))["f1"] for k in range(own + 1)
             )
         else:
             sort = gold["disagreements"][label]
-            found, removed = (
-                sort["negated"] + sort["unmentioned"],
-                sort["deidentified"] + sort["affirmed"] + sort["model"],
-            )
-            reach[label] = 2 * (tp + found) / (2 * (tp + found) + fp - removed + fn - found)
+            found = sort["negated"] + sort["unmentioned"]
+            removed = sort["deidentified"] + sort["affirmed"] + sort["model"]
+            reach[label] = _prf(tp + found, fp - removed, fn - found)["f1"]
     macro = sum(reach.values()) / len(reach)
     *first, last = by_hand
     return (

@@ -178,6 +178,13 @@ def has_lexicon(label: str, lexicon: Lexicon = PLAIN) -> bool:
 _SCOPE_CHARS = 1000
 
 
+def _inside(start: int, end: int, matches: list[re.Match[str]], starts: list[int]) -> bool:
+    """Whether characters ``start:end`` lie inside one of ``matches`` (in order, not
+    overlapping; ``starts``: their starts)."""
+    i = bisect.bisect_right(starts, start) - 1  # the only match that can hold them
+    return i >= 0 and end <= matches[i].end()
+
+
 @functools.lru_cache(maxsize=2**12)
 def _boundaries(sentence: str) -> tuple[list[int], list[int], list[int], list[int]]:
     """Where ``sentence``'s clauses end: the starts and ends of its scope terminators (less those
@@ -186,11 +193,9 @@ def _boundaries(sentence: str) -> tuple[list[int], list[int], list[int], list[in
     (:data:`_NEW_CLAUSE`). Each list is in order: the matches do not overlap."""
     hedges = list(_UNC_BEFORE.finditer(sentence))
     hedge_starts = [m.start() for m in hedges]
-    terminators = []
-    for m in _TERMINATORS.finditer(sentence):
-        i = bisect.bisect_right(hedge_starts, m.start()) - 1  # the only hedge that can hold it
-        if i < 0 or hedges[i].end() < m.end():
-            terminators.append(m)
+    terminators = [
+        m for m in _TERMINATORS.finditer(sentence) if not _inside(*m.span(), hedges, hedge_starts)
+    ]
     clauses = list(_NEW_CLAUSE.finditer(sentence))
     return (
         [m.start() for m in terminators],
@@ -405,13 +410,6 @@ def _spans(
     return sorted(spans)
 
 
-def _within(at: int, matches: list[re.Match[str]], starts: list[int]) -> bool:
-    """Whether character ``at`` lies inside one of ``matches`` (in order, not overlapping;
-    ``starts``: their starts)."""
-    i = bisect.bisect_right(starts, at) - 1  # the only match that can hold it
-    return i >= 0 and at < matches[i].end()
-
-
 @functools.lru_cache(maxsize=2**15)
 def _sentence_mentions(sentence: str, lexicon: Lexicon = PLAIN) -> tuple[Mention, ...]:
     """The mentions of every finding in one sentence, as the report's sentence 0. Remembered:
@@ -425,7 +423,7 @@ def _sentence_mentions(sentence: str, lexicon: Lexicon = PLAIN) -> tuple[Mention
             (start, end)
             for start, end in _spans(sentence, named, unmention)
             if not _CAVEAT.search(sentence, max(0, start - _SCOPE_CHARS), start)
-            and not (label == "Fracture" and _within(start, hardware, hardware_starts))
+            and not (label == "Fracture" and _inside(start, start + 1, hardware, hardware_starts))
         ]
         hedged = _HEDGED_NAME_RE.get(label)
         for span in spans:
