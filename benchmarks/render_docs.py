@@ -887,11 +887,10 @@ def consortium() -> str:
     lines = [
         "From `experiments/results/consortium.csv` (`python -m experiments consortium`; percent, "
         "mean over the seeds; F1 with thresholds best on the annotated validation rows, best on "
-        "every annotated row (training rows too, the product's thresholds; measured on the "
-        "defaults), and "
-        "matching each label's prevalence over all rows; p: paired t-test against 5 epochs + "
-        "distill + balance + templates on the same seeds, and of the other thresholds against "
-        "the validation ones on the same models):",
+        "every annotated row (training rows too: the product's thresholds where no site "
+        "reads), and matching each label's prevalence over all rows; p: paired t-test against "
+        "5 epochs + distill + balance + templates on the same seeds, and of the other "
+        "thresholds against the validation ones on the same models):",
         "",
         "| K | method | n | F1, validation thresholds | F1, all-rows thresholds "
         "| F1, matched thresholds | F1 ceiling | macro AUROC | paper accuracy | p (F1) "
@@ -948,6 +947,20 @@ def reading() -> str:
         ]
         lines.append(f"| {setting[2:]} | {len(seeds)} | {' | '.join(cells)} |")
     return "\n".join(lines)
+
+
+def threshold_rules() -> str:
+    """The defaults' F1 with each way of choosing thresholds at every K of the consortium
+    experiment, the sites reading the labels they lack (``experiments/results/consortium.csv``)."""
+    from experiments.beyond import DEFAULTS, threshold_rules_table
+
+    runs = _experiment("consortium.csv")
+    sites = runs["setting"].str.removeprefix("K=").astype(int)
+    runs = runs.iloc[(-sites).argsort(kind="stable")]
+    return (
+        "From `experiments/results/consortium.csv`. "
+        + threshold_rules_table(runs, DEFAULTS).rstrip()
+    )
 
 
 def _experiment(name: str) -> pd.DataFrame:
@@ -1143,6 +1156,7 @@ RENDERERS: dict[str, Callable[[], str]] = {
     "many_reports": many_reports,
     "long_report": long_report,
     "openi_reach": openi_reach,
+    "threshold_rules": threshold_rules,
     "embedding_backends": functools.partial(embedding_backends, "embedding_backends"),
     "embedding_backends_avx2": functools.partial(embedding_backends, "embedding_backends_avx2"),
 }

@@ -29,7 +29,7 @@ from reportfed.core.metrics import (
     f1_thresholds,
     label_metrics,
     matched_thresholds,
-    node_mean,
+    site_thresholds,
 )
 from reportfed.core.paths import embeddings_cache_dir
 from reportfed.embed import DEFAULT_EMBEDDER, shared_embedder
@@ -335,22 +335,8 @@ def _thresholds(model: Judged) -> dict[str, np.ndarray]:
     }
     if model.read_y is not None and model.sites is not None:
         chosen["read_rows"] = f1_thresholds(model.read_y, all_p)
-        chosen["read_mean"] = _positive_mean(model.read_y, all_p, model.sites)
+        chosen["read_mean"] = site_thresholds(model.read_y, all_p, model.sites)
     return chosen
-
-
-def _positive_mean(y: np.ndarray, p: np.ndarray, sites: np.ndarray) -> np.ndarray:
-    """Per label, each site's best-F1 threshold on its own rows (``y``, ``p``; each row's site in
-    ``sites``) averaged over the sites weighted by the site's positives of the label
-    (:func:`~reportfed.core.metrics.node_mean`); 0.5 where no site has a positive."""
-    per_site = []
-    for site in np.unique(sites):
-        mine = sites == site
-        positives = (y[mine] == 1).sum(axis=0)
-        chosen = f1_thresholds(y[mine], p[mine])
-        per_site += [(str(c), float(positives[c]), chosen[c : c + 1]) for c in range(y.shape[1])]
-    means = node_mean(per_site)
-    return np.array([means[str(c)][1][0] if str(c) in means else 0.5 for c in range(y.shape[1])])
 
 
 def _evaluate(

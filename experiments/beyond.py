@@ -461,11 +461,12 @@ def consortium_table(runs: pd.DataFrame, setting: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-#: the threshold rules the gap experiment compares, by their F1 metric: the product's
-#: (every annotated row) first, then the validation rows', then those reading the labels a site
-#: lacks (:data:`experiments.baselines.RULES`)
+#: the threshold rules the gap experiment compares, by their F1 metric: every annotated row
+#: first (the product's where no site reads, and the rule the others are tested against), then
+#: the validation rows', then those reading the labels a site lacks, the last the product's
+#: where sites read (:data:`experiments.baselines.RULES`)
 THRESHOLD_RULES = {
-    "all_rows_f1": "every annotated row (the product's)",
+    "all_rows_f1": "every annotated row",
     "leakfree_f1": "validation rows",
     "read_rows_f1": "every row, the labels a site lacks as read",
     "read_mean_f1": "each site's rows so read, averaged by positives",
@@ -475,14 +476,15 @@ THRESHOLD_RULES = {
 def threshold_rules_table(runs: pd.DataFrame, method: str) -> str:
     """Per setting where ``method`` ran with sites that read the labels they lack: its F1 with
     each of :data:`THRESHOLD_RULES` (the same models), percent mean ± SD, and the paired p of
-    each rule against the product's on the same models; "" where no such run is stored."""
+    each rule against every annotated row's on the same models; "" where no such run is
+    stored."""
     here = runs[runs["method"] == method]
     if "read_rows_f1" not in here or here["read_rows_f1"].isna().all():
         return ""
     lines = [
         f"`{method}` with each way of choosing thresholds, on the same models (percent, mean ± "
-        "SD over the seeds; p: paired t-test against the product's thresholds, best F1 on every "
-        "row the sites annotate):",
+        "SD over the seeds; p: paired t-test against the thresholds best on every row the "
+        "sites annotate):",
         "",
         *_rules_header("setting"),
     ]
@@ -493,7 +495,7 @@ def threshold_rules_table(runs: pd.DataFrame, method: str) -> str:
 
 def _rules_header(first: str, metrics: Sequence[str] = (), tests: Sequence[str] = ()) -> list[str]:
     """A table's header: ``first``, n, F1 with each of :data:`THRESHOLD_RULES`, then ``metrics``,
-    the p of each rule against the product's, then ``tests``."""
+    the p of each rule against every annotated row's, then ``tests``."""
     rules = list(THRESHOLD_RULES.values())
     columns = [first, "n", *(f"F1, {t}" for t in rules), *metrics]
     columns += [*(f"p ({t})" for t in rules[1:]), *tests]
@@ -505,7 +507,7 @@ def _rules_row(
 ) -> str:
     """The row of ``sub`` (one arm's runs indexed by seed) under :func:`_rules_header`: percent
     mean ± SD of each rule's F1 and of ``metrics`` ("—" where not stored), the p of each rule
-    against the product's on the same models, then ``tests``."""
+    against every annotated row's on the same models, then ``tests``."""
     cells = [
         f"{100 * sub[m].mean():.2f} ± {100 * sub[m].std():.2f}" if m in sub else "—"
         for m in (*THRESHOLD_RULES, *metrics)
@@ -517,16 +519,16 @@ def _rules_row(
 
 def gap_table(runs: pd.DataFrame, setting: str) -> str:
     """Per arm of ``setting``: its F1 with each of :data:`THRESHOLD_RULES` (the same models),
-    percent mean ± SD, its ceiling and macro AUROC, the paired p of each rule against the
-    product's on the same models and of the product's F1 and AUROC against :data:`DEFAULTS` on
-    the same seeds; then each arm's gap to central, with central's F1 at the same rule."""
+    percent mean ± SD, its ceiling and macro AUROC, the paired p of each rule against every
+    annotated row's on the same models and of that rule's F1 and AUROC against
+    :data:`DEFAULTS` on the same seeds; then each arm's gap to central, with central's F1 at the same rule."""
     here = runs[runs["setting"] == setting]
     rules = list(THRESHOLD_RULES.values())
     lines = [
         f"Setting `{setting}`: F1 with thresholds chosen each way, on the same models (percent, "
-        "mean ± SD over the seeds; p (rule): paired t-test against the product's thresholds, "
-        "best F1 on every row the sites annotate, on the same models; p (vs defaults): the "
-        "product's F1 and AUROC against the defaults' on the same seeds; F1 ceiling: thresholds "
+        "mean ± SD over the seeds; p (rule): paired t-test against the thresholds best on "
+        "every row the sites annotate, on the same models; p (vs defaults): the F1 at those "
+        "thresholds and AUROC against the defaults' on the same seeds; F1 ceiling: thresholds "
         "best on the test rows):",
         "",
         *_rules_header(

@@ -25,20 +25,21 @@ from reportfed.core.aggregation import GlobalState, node_arrays
 from reportfed.core.config import FederationConfig, Granularity, check_fraction
 from reportfed.core.errors import ConfigError, ReportfedError, warn
 from reportfed.core.labels import LabelSpace, warn_if_all_positive, warn_if_too_few
-from reportfed.core.metrics import FEW_POSITIVES, auroc, f1_at, f1_thresholds
+from reportfed.core.metrics import FEW_POSITIVES, auroc, f1_at
 from reportfed.core.record import POOLED, Evaluation
 from reportfed.data.table import ReportTable
 from reportfed.embed import DEFAULT_EMBEDDER
 from reportfed.reader import ReportReader, _check_embeddings
 from reportfed.reports.engine import run_federation
 from reportfed.reports.site import Site, build_site
-from reportfed.text.calibration import labelling_rules
+from reportfed.text.assertion import has_lexicon
+from reportfed.text.calibration import labelling_rules, labelling_thresholds
 from reportfed.text.corrections import Corrections, learn
 from reportfed.text.findings import read_findings
 from reportfed.text.lexicon import Lexicon
 from reportfed.text.scoring import predict_state
 from reportfed.text.sentences import check_granularity
-from reportfed.text.states import report_mentions
+from reportfed.text.states import read_labels, report_mentions
 
 
 class NotFitted(NotFittedError, ReportfedError):
@@ -66,9 +67,11 @@ class ReportLabeler(ReportReader, BaseEstimator):
         Share of each node's rows held out, in [0, 1): the calibration is fitted on them and
         the held-out quality measured (``provenance_["held_out"]``: AUROC, and F1 at thresholds
         chosen on the training rows alone, with a caveat under ten positives). The labelling
-        thresholds are each label's best F1 on every row annotated with it, held out or not
-        (the rule of docs/experiments.md: it raised leak-free F1 at 10 and 8 sites and lowered
-        it at none), so they never measure themselves.
+        thresholds are each label's best F1 on every row annotated with it, held out or not;
+        where some site reads a label it lacks (the config's ``read``, given the texts), each
+        site's best on its own rows, those labels as read, averaged by the sites' positives
+        (:func:`~reportfed.text.calibration.labelling_thresholds`, by the rules of
+        docs/experiments.md). So they never measure themselves.
     cache_dir:
         Embedding cache directory; ``None``: :func:`~reportfed.core.paths.embeddings_cache_dir`
         (``$REPORTFED_EMBEDDINGS_CACHE``, else a source checkout's ``embeddings_cache/``, else
@@ -247,7 +250,7 @@ class ReportLabeler(ReportReader, BaseEstimator):
                 **({"corrections": corrections.record()} if corrections else {}),
             },
         )
-        self._choose_thresholds(x, y, labels, kept, vrows, frows, texts, lexicon)
+        self._choose_thresholds(x, y, labels, kept, site, vrows, frows, texts, lexicon)
         _warn_if_untrained(result.history[-1]["loss"], self.thresholds_, kept, config)
         return self
 
@@ -320,30 +323,59 @@ class ReportLabeler(ReportReader, BaseEstimator):
         y: np.ndarray,
         labels: LabelSpace,
         kept: LabelSpace,
+        site: np.ndarray,
         vrows: np.ndarray,
         frows: np.ndarray,
         texts: Sequence[str] | None,
         lexicon: Lexicon,
     ) -> None:
-        """The labelling thresholds and calibration, chosen on every row, and the held-out
-        quality users read, measured at thresholds the held-out rows did not choose."""
+        """The labelling thresholds and calibration, chosen on every row (each row's site in
+        ``site``), and the held-out quality users read, measured at thresholds the held-out rows
+        did not choose. Where some site reads a label it lacks, so do the thresholds
+        (:func:`~reportfed.text.calibration.labelling_thresholds`)."""
         columns = labels.indices(kept)
         every = self.predict_scores_embeddings(x)  # every row scored once, indexed below
+        known = y[:, columns]
+        read = None
+        if self.federation.read and texts is not None:
+            read = _read_lacked(known, site, texts, kept, lexicon)
         mentions = None
         if texts is not None:
             mentions = report_mentions([texts[i] for i in vrows], list(kept), lexicon)
         # a site's rows are NaN in the labels it does not annotate: every row is its site's
         self.thresholds_, calibration = labelling_rules(
-            y[:, columns], every, vrows, mentions, list(kept)
+            known, every, vrows, mentions, list(kept), read
         )
         if calibration is not None:
             self.calibration_ = calibration[0]
         held_out: dict[str, dict[str, Any]] = {}
         if len(vrows):
-            chosen = f1_thresholds(y[np.ix_(frows, columns)], every[frows])
-            held_out = _held_out(y[np.ix_(vrows, columns)], every[vrows], chosen, kept)
+            fit_read = None if read is None else (read[0][frows], site[frows])
+            chosen = labelling_thresholds(known[frows], every[frows], fit_read)
+            held_out = _held_out(known[vrows], every[vrows], chosen, kept)
         self.provenance_["val_rows"] = len(vrows)
         self.provenance_["held_out"] = held_out
+
+
+def _read_lacked(
+    y: np.ndarray, site: np.ndarray, texts: Sequence[str], labels: LabelSpace, lexicon: Lexicon
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """``y`` (over ``labels``) with the labels a site annotates on none of its rows and the text
+    rules read (:func:`has_lexicon`) as they read its ``texts`` (:func:`read_labels`), as its
+    node trains them, and each row's site (``site``); ``None`` where no site reads a label."""
+    readable = np.array([has_lexicon(name, lexicon) for name in labels.names], dtype=bool)
+    out, lacking = y.copy(), False
+    for name in np.unique(site):
+        rows = np.flatnonzero(site == name)
+        lacked = np.flatnonzero(np.isnan(y[rows]).all(axis=0) & readable)
+        if len(lacked):
+            lacking = True
+            out[np.ix_(rows, lacked)] = read_labels(
+                [texts[i] for i in rows.tolist()],
+                [labels.names[c] for c in lacked.tolist()],
+                lexicon,
+            )
+    return (out, site) if lacking else None
 
 
 def _check_fit_inputs(

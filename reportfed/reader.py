@@ -341,10 +341,10 @@ class ReportReader:
         return self._stack([self._proba_states(r)[0] for r in self._read(texts)])
 
     def predict(self, texts: Sequence[str]) -> np.ndarray:
-        """0/1 presence: the model's score at the stored per-label thresholds (each label's best
-        F1 over every annotated row of the fit, :func:`~reportfed.text.calibration.labelling_rules`;
-        the held-out quality in the provenance is measured at thresholds the held-out rows did
-        not choose)."""
+        """0/1 presence: the model's score at the stored per-label thresholds (chosen on every
+        row of the fit, :func:`~reportfed.text.calibration.labelling_thresholds`; the held-out
+        quality in the provenance is measured at thresholds the held-out rows did not
+        choose)."""
         return (self.predict_scores(texts) >= self.thresholds_).astype(np.float32)
 
     def predict_states(self, texts: Sequence[str]) -> np.ndarray:

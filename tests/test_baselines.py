@@ -143,19 +143,6 @@ def test_read_trains_the_labels_a_site_lacks_as_read(data) -> None:  # type: ign
         assert not node.read.columns
 
 
-def test_read_thresholds_average_the_sites_by_their_positives() -> None:
-    from experiments.baselines import _positive_mean
-
-    # label 0: site 0's best F1 calls its two positives (threshold between 0.8 and 0.1), site
-    # 1's calls its one (between 0.7 and 0.3); label 1 has no positive; label 2 only at site 1
-    p = np.array([[0.9, 0.5, 0.9], [0.8, 0.5, 0.8], [0.1, 0.5, 0.1],
-                  [0.7, 0.5, 0.8], [0.3, 0.5, 0.4], [0.2, 0.5, 0.2]])  # fmt: skip
-    y = np.array([[1, 0, 0], [1, 0, 0], [0, 0, 0], [1, 0, 1], [0, 0, 0], [0, 0, 0]], float)
-    sites = np.array([0, 0, 0, 1, 1, 1])
-    got = _positive_mean(y, p, sites)
-    np.testing.assert_allclose(got, [(2 * 0.45 + 1 * 0.5) / 3, 0.5, 0.6])
-
-
 def test_read_thresholds_are_judged_where_the_scenario_has_a_reading(data) -> None:  # type: ignore[no-untyped-def]
     x, y, space = data
     sc = scenario(x, y, space, Protocol(n_nodes=3, federation=FAST), 1)

@@ -26,6 +26,56 @@ def fitted(iu_embedded, embeddings_cache):  # type: ignore[no-untyped-def]
     return labeler.fit(sub.texts, y, list(space), nodes=list(nodes)), table
 
 
+def test_thresholds_read_the_labels_a_site_lacks(fitted) -> None:  # type: ignore[no-untyped-def]
+    """Sites that read the labels they lack label at each label's threshold of best F1 on each
+    site's own rows, those labels as the text rules read its reports, averaged over the sites
+    weighted by their positives (the consortium rerun's rule in docs/experiments.md), not at the
+    threshold best on every annotated row pooled; the held-out F1 users read follows the rule."""
+    from reportfed.core.metrics import f1_thresholds, site_thresholds
+    from reportfed.text.states import read_labels
+
+    labeler, table = fitted
+    sub = table.subset(np.arange(1200))
+    names = list(labeler.classes_)
+    nodes = np.array(["a"] * 600 + ["b"] * 600)
+    known = sub.labels[:, sub.label_space.indices(names)]
+    own = {"a": ["Cardiomegaly", "Pleural Effusion", "Atelectasis"],
+           "b": ["Lung Opacity", "Support Devices"]}  # fmt: skip
+    read, annotated = known.copy(), known.copy()
+    for site, labels in own.items():
+        rows = np.flatnonzero(nodes == site)
+        lacked = [c for c, n in enumerate(names) if n not in labels]
+        read[np.ix_(rows, lacked)] = read_labels(
+            [sub.texts[i] for i in rows], [names[c] for c in lacked]
+        )
+        annotated[np.ix_(rows, lacked)] = np.nan
+    p = labeler.predict_scores_embeddings(labeler.embed(sub.texts))
+    np.testing.assert_allclose(labeler.thresholds_, site_thresholds(read, p, nodes), atol=1e-6)
+    assert not np.allclose(labeler.thresholds_, f1_thresholds(annotated, p), atol=1e-3)
+    assert labeler.provenance_["held_out"]["Cardiomegaly"]["f1_training_threshold"] is not None
+
+
+def test_thresholds_read_only_the_labels_the_rules_read() -> None:
+    """A site's labels read for the thresholds are those its node trains as read: No Finding,
+    which the rules do not read, stays not annotated where a site lacks it; with nothing left
+    to read there is no reading."""
+    from reportfed.labeler import _read_lacked
+    from reportfed.text.lexicon import PLAIN
+
+    labels = LabelSpace(("Edema", "No Finding", "Pneumonia"))
+    texts = ["Mild pulmonary edema. No pneumonia.", "No acute disease.",
+             "Right lower lobe pneumonia.", "Normal chest."]  # fmt: skip
+    nan = np.nan
+    y = np.array([[1, nan, nan], [0, nan, nan], [nan, 0, 1], [nan, 1, 0]], np.float32)
+    site = np.array(["a", "a", "b", "b"])
+    read = _read_lacked(y, site, texts, labels, PLAIN)
+    assert read is not None and read[1] is site
+    expected = [[1, nan, 0], [0, nan, 0], [0, 0, 1], [0, 1, 0]]
+    np.testing.assert_array_equal(read[0], np.array(expected, np.float32))
+    y[2:, 0], y[:2, 2] = 0, 0  # every site annotates what the rules read
+    assert _read_lacked(y, site, texts, labels, PLAIN) is None
+
+
 def test_fit_predicts_the_union_of_node_labels(fitted) -> None:  # type: ignore[no-untyped-def]
     labeler, table = fitted
     assert list(labeler.classes_) == [

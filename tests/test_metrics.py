@@ -9,6 +9,7 @@ from reportfed.core.metrics import (
     f1_at,
     matched_thresholds,
     prevalence_accuracy,
+    site_thresholds,
     youden_thresholds,
 )
 
@@ -72,3 +73,14 @@ def test_the_node_mean_weighs_each_node_by_its_rows_and_skips_what_cannot_be_jud
     assert list(means) == ["Edema"]
     rows, (auc, threshold) = means["Edema"]
     assert rows == 40 and auc == pytest.approx(0.8) and threshold == pytest.approx(0.5)
+
+
+def test_site_thresholds_average_the_sites_by_their_positives() -> None:
+    # label 0: site 0's best F1 calls its two positives (threshold between 0.8 and 0.1), site
+    # 1's calls its one (between 0.7 and 0.3); label 1 has no positive; label 2 only at site 1
+    p = np.array([[0.9, 0.5, 0.9], [0.8, 0.5, 0.8], [0.1, 0.5, 0.1],
+                  [0.7, 0.5, 0.8], [0.3, 0.5, 0.4], [0.2, 0.5, 0.2]])  # fmt: skip
+    y = np.array([[1, 0, 0], [1, 0, 0], [0, 0, 0], [1, 0, 1], [0, 0, 0], [0, 0, 0]], float)
+    sites = np.array([0, 0, 0, 1, 1, 1])
+    got = site_thresholds(y, p, sites)
+    np.testing.assert_allclose(got, [(2 * 0.45 + 1 * 0.5) / 3, 0.5, 0.6])

@@ -203,3 +203,18 @@ def node_mean(
         n, total = sums.get(label, (0.0, np.zeros_like(values)))
         sums[label] = (n + rows, total + rows * values)
     return {label: (n, total / n) for label, (n, total) in sums.items()}
+
+
+def site_thresholds(y: np.ndarray, p: np.ndarray, sites: np.ndarray) -> np.ndarray:
+    """Per label, each site's best-F1 threshold on its own rows (:func:`f1_thresholds` of ``y``
+    and ``p``; each row's site in ``sites``), averaged over the sites weighted by the site's
+    positives of the label (:func:`node_mean`: what a site could send a server, a threshold and
+    a count); 0.5 where no site has a positive."""
+    per_site = []
+    for site in np.unique(sites):
+        mine = sites == site
+        positives = (y[mine] == 1).sum(axis=0)
+        chosen = f1_thresholds(y[mine], p[mine])
+        per_site += [(str(c), float(positives[c]), chosen[c : c + 1]) for c in range(y.shape[1])]
+    means = node_mean(per_site)
+    return np.array([means[str(c)][1][0] if str(c) in means else 0.5 for c in range(y.shape[1])])

@@ -34,7 +34,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from reportfed.core.metrics import f1_thresholds
+from reportfed.core.metrics import f1_thresholds, site_thresholds
 from reportfed.text.assertion import Mention
 
 #: the features, in coefficient order
@@ -128,20 +128,34 @@ def calibrate(coef: np.ndarray, x: np.ndarray) -> np.ndarray:
     return (1 / (1 + np.exp(-z))).astype(np.float32)
 
 
+def labelling_thresholds(
+    y: np.ndarray, p: np.ndarray, read: tuple[np.ndarray, np.ndarray] | None = None
+) -> np.ndarray:
+    """The thresholds a fitted model labels with, from its probabilities ``p`` on rows labelled
+    ``y`` (NaN = not annotated): each label's best F1 over every annotated row; given ``read``
+    (``y`` with the labels a site lacks as the text rules read its reports, and each row's
+    site), each site's best on its own rows so labelled, averaged over the sites weighted by
+    their positives (:func:`~reportfed.core.metrics.site_thresholds`). Each rule is
+    docs/experiments.md's: the first raised leak-free F1 over the validation rows' thresholds at
+    every number of sites, the second raised it over the first at 4, 6 and 8 sites that read
+    and lowered it at none."""
+    return f1_thresholds(y, p) if read is None else site_thresholds(read[0], p, read[1])
+
+
 def labelling_rules(
     y: np.ndarray,
     p: np.ndarray,
     held: np.ndarray,
     mentions: Sequence[dict[str, Mention | None]] | None,
     labels: Sequence[str],
+    read: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray] | None]:
     """What a fitted model labels with, from its probabilities ``p`` on rows labelled ``y``
-    (NaN = not annotated): each label's threshold of best F1 over every annotated row, training
-    and held-out (the rule of docs/experiments.md: it raised leak-free F1 at 10 and 8 sites and
-    lowered it at none), and the calibration fitted on the held-out rows ``held`` with their
-    reports' ``mentions`` (:func:`reportfed.text.calibration.fit_calibration`; ``None`` without
-    mentions or held-out rows)."""
-    thresholds = f1_thresholds(y, p)
+    (NaN = not annotated): the thresholds (:func:`labelling_thresholds`, with ``read``) and the
+    calibration fitted on the held-out rows ``held`` with their reports' ``mentions``
+    (:func:`fit_calibration`, on what the sites annotate; ``None`` without mentions or held-out
+    rows)."""
+    thresholds = labelling_thresholds(y, p, read)
     if mentions is None or not len(held):
         return thresholds, None
     features = calibration_features(p[held], list(mentions), list(labels))
