@@ -86,6 +86,17 @@ def _claims_evaluation(reply: Message) -> None:
         evaluation["threshold"] = [7.0] * len(list(evaluation["threshold"]))  # type: ignore[arg-type]
 
 
+def _claims_positives(count: int) -> Callable[[Message], None]:
+    """A reply whose evaluation says each threshold rests on ``count`` positives."""
+
+    def tamper(reply: Message) -> None:
+        if EVALUATION in reply.content:
+            evaluation = reply.content.metric_records[EVALUATION]
+            evaluation["threshold-positives"] = [count] * len(list(evaluation["n"]))  # type: ignore[arg-type]
+
+    return tamper
+
+
 #: each lie, what the server says of it (in its exclusion, rejection or log line)
 LIES: dict[str, tuple[Callable[[Message], Message], str]] = {
     "another dimension": (
@@ -133,6 +144,14 @@ LIES: dict[str, tuple[Callable[[Message], Message], str]] = {
     "a trillion held-out rows": (
         _train(_claims_evaluation),
         "malformed evaluation from '0-liar': held-out rows outside [0, 1000000000]",
+    ),
+    "a trillion positives behind a threshold": (
+        _train(_claims_positives(10**12)),
+        "malformed evaluation from '0-liar': threshold positives outside [0, 1000000000]",
+    ),
+    "more positives behind a threshold than its rows": (
+        _train(_claims_positives(10**8)),
+        "malformed evaluation from '0-liar': threshold positives beyond its rows",
     ),
 }
 

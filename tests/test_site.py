@@ -125,3 +125,60 @@ def test_what_is_read_of_a_label_does_not_depend_on_the_labels_asked(
     every = read_labels(texts, labels)
     for c, name in enumerate(labels):
         np.testing.assert_array_equal(read_labels(texts, [name])[:, 0], every[:, c])
+
+
+def test_a_flower_node_sends_a_threshold_for_each_label_it_reads(
+    tables: dict[str, Path], embeddings_cache: Path
+) -> None:
+    """With reading, a Flower node's evaluation carries a threshold for each label of the
+    federation it reads, best F1 on its training reports as read (it holds none of them out),
+    and with every threshold the positives it rests on, which the server averages the nodes'
+    thresholds by: the rule the in-process labeler follows (site_thresholds)."""
+    from reportfed.core.metrics import f1_thresholds
+    from reportfed.flower.node_service import evaluation_metrics
+    from reportfed.reports.node import initial_state
+    from reportfed.text.scoring import predict_state
+
+    site = load_report_node(
+        NodeSettings(data=str(tables["a"]), name="a", cache_dir=str(embeddings_cache)),
+        CONFIG,
+        RunSettings(granularity="sentence"),
+    )
+    node = site.node
+    union = LabelSpace.union([node.labels, LabelSpace(("Edema", "Pneumonia"))])
+    state = initial_state(site.dim, union, CONFIG)
+    found = site.evaluate(state)
+    own = [name for name in union if name in node.labels]
+    assert found.labels == [*own, "Edema", "Pneumonia"]
+    assert found.thresholds is not None and found.weights is not None
+    reading = with_read(node, union)
+    read_y = reading.y[: node.reports, reading.labels.indices(["Edema", "Pneumonia"])]
+    read_p = predict_state(state, node.x[: node.reports])[:, union.indices(["Edema", "Pneumonia"])]
+    np.testing.assert_array_equal(found.thresholds[len(own) :], f1_thresholds(read_y, read_p))
+    np.testing.assert_array_equal(found.weights[len(own) :], (read_y == 1).sum(axis=0))
+    assert np.isnan(found.y[:, len(own) :]).all() and (found.weights[len(own) :] > 0).all()
+    _, metrics = evaluation_metrics(found)
+    assert metrics["threshold-positives"] == [int(w) for w in found.weights]
+    assert metrics["n"][len(own) :] == [0, 0]
+
+
+def test_the_server_weighs_a_nodes_thresholds_by_their_positives() -> None:
+    """A node's threshold weighs the positives it rests on: nothing for a label the node
+    neither annotates nor reads; where it sent no positives (an image node), its held-out rows
+    of a label it could judge (a finite AUROC); a claim of more positives than its rows is
+    refused."""
+    from reportfed.flower.registry import Member
+    from reportfed.flower.strategy import _threshold_weights
+    from reportfed.flower.wire import NodeEvaluation
+
+    member = Member(1, "a", LabelSpace(("Edema",)), 0, rows=10, reads=LabelSpace(("Pneumonia",)))
+    stats = np.array([[5, 0, 0], [0.9, np.nan, np.nan], [0.4, 0.3, 0.2], [2, 0, 0]], float)
+    coef, fitted = np.zeros((0, 6)), np.zeros(0, bool)
+    labels = ["Edema", "Pneumonia", "Fracture"]
+    sent = NodeEvaluation(labels, stats, coef, fitted, np.array([3.0, 2.0, 4.0]))
+    np.testing.assert_array_equal(_threshold_weights(sent, member), [3, 2, 0])
+    older = NodeEvaluation(labels, stats, coef, fitted)
+    np.testing.assert_array_equal(_threshold_weights(older, member), [5, 0, 0])
+    claimed = NodeEvaluation(labels, stats, coef, fitted, np.array([16.0, 2.0, 0.0]))
+    with pytest.raises(ValueError, match="beyond its rows"):
+        _threshold_weights(claimed, member)

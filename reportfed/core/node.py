@@ -45,13 +45,16 @@ class Evaluation:
     ``y`` and the global model's probabilities ``p`` (columns in ``labels`` order), where the
     node fits one its calibration (:func:`reportfed.text.calibration.fit_calibration`), and
     where it chooses them from more rows than the held-out ones, its labelling thresholds
-    (``None``: best F1 on ``y`` and ``p``)."""
+    (``None``: best F1 on ``y`` and ``p``) and the positives each rests on (``weights``, which
+    the server averages them by; ``None``: by the held-out rows). A label it reads rather than
+    annotates has no held-out row and a threshold on its reports as read."""
 
     labels: list[str]
     y: np.ndarray
     p: np.ndarray
     calibration: tuple[np.ndarray, np.ndarray] | None = None
     thresholds: np.ndarray | None = None
+    weights: np.ndarray | None = None
 
 
 @runtime_checkable

@@ -99,10 +99,11 @@ def check_policy(
 
 def evaluation_metrics(evaluation: Evaluation) -> tuple[list[str], dict[str, Any]]:
     """The labels of a node's :class:`~reportfed.core.node.Evaluation` and what it tells the
-    server of them: per-label annotated rows and positives, AUROC of the global model's probabilities on its
-    held-out labels, the labelling threshold (the node's own, else best F1 on the held-out rows)
-    and, where fitted, its calibration (coefficients and which labels were fitted,
-    :func:`reportfed.text.calibration.fit_calibration`)."""
+    server of them: per-label held-out rows and positives, AUROC of the global model's
+    probabilities on its held-out labels, the labelling threshold (the node's own, else best F1
+    on the held-out rows), where the node gives them the positives each threshold rests on
+    (``threshold-positives``), and, where fitted, its calibration (coefficients and which labels
+    were fitted, :func:`reportfed.text.calibration.fit_calibration`)."""
     import numpy as np
 
     from reportfed.core.metrics import auroc, f1_thresholds
@@ -119,6 +120,8 @@ def evaluation_metrics(evaluation: Evaluation) -> tuple[list[str], dict[str, Any
         "auroc": [float(v) for v in (auroc(y, p) if len(y) else np.full(len(labels), np.nan))],
         "threshold": [float(v) for v in thresholds],
     }
+    if evaluation.weights is not None:
+        metrics["threshold-positives"] = [int(v) for v in evaluation.weights]
     if evaluation.calibration is not None:
         coef, fitted = evaluation.calibration
         metrics["calibration"] = [float(v) for v in coef.ravel()]

@@ -51,11 +51,12 @@ from reportfed.core.labels import LabelSpace
 from reportfed.core.metrics import node_mean
 from reportfed.core.record import NODE_MEAN, Evaluation, RunHistory
 from reportfed.core.server import ServerOptions, StepResult, SurgicalServer
-from reportfed.flower.registry import Registry
+from reportfed.flower.registry import Member, Registry
 from reportfed.flower.wire import (
     ARRAYS,
     EVALUATION,
     META,
+    NodeEvaluation,
     from_record,
     parse_evaluation,
     parse_update,
@@ -411,11 +412,15 @@ class SurgicalAggregation(Strategy):
         return self._evaluated(server_round, replies)
 
     def _evaluated(self, server_round: int, replies: Iterable[Message]) -> MetricRecord | None:
-        """Per-label AUROC and threshold of the global model after ``server_round``, averaged
-        over the nodes having the label, weighted by their rows (:func:`node_mean`), and its
-        held-out positives over them, recorded in the history; the thresholds and calibrations
-        (averaged over the nodes that fitted one) are kept for the model file."""
-        judged: list[tuple[str, float, np.ndarray]] = []  # label, rows, (AUROC, threshold)
+        """Per-label AUROC of the global model after ``server_round``, averaged over the nodes
+        having the label, weighted by their held-out rows (:func:`node_mean`), and its held-out
+        positives over them, recorded in the history; the thresholds, averaged over the nodes
+        that sent one weighted by the positives each rests on (by the held-out rows where a node
+        sent none: :func:`~reportfed.core.metrics.site_thresholds`' rule), and the calibrations
+        (averaged over the nodes that fitted one) are kept for the model file
+        (:func:`_threshold_weights`)."""
+        judged: list[tuple[str, float, np.ndarray]] = []  # label, rows, AUROC
+        chosen: list[tuple[str, float, np.ndarray]] = []  # label, positives, threshold
         calibrated: list[tuple[str, float, np.ndarray]] = []  # label, rows, coefficients
         positives: dict[str, int] = {}  # label -> held-out positives over the nodes
         for reply in replies:
@@ -424,22 +429,23 @@ class SurgicalAggregation(Strategy):
                 continue
             try:
                 found = parse_evaluation(reply.content, self.labels, len(COEFFICIENTS))
+                weights = _threshold_weights(found, member)
             except (KeyError, TypeError, ValueError, LabelError) as exc:
                 _log.error("malformed evaluation from %r: %s", member.name, exc)
                 continue
             for j, label in enumerate(found.labels):
                 n, auc, thr, pos = found.stats[:, j]
                 positives[label] = positives.get(label, 0) + int(pos)
-                judged.append((label, n, np.array([auc, thr])))
+                judged.append((label, n, np.array([auc])))
+                chosen.append((label, weights[j], np.array([thr])))
                 if len(found.fitted) and found.fitted[j]:
                     calibrated.append((label, n, found.coefficients[j]))
         means = node_mean(judged)
         if not means:
             return None
-        aucs: dict[str, float] = {}
-        for label in self.labels:
-            if label in means:
-                aucs[label], self.thresholds[label] = (float(v) for v in means[label][1])
+        aucs = {label: float(means[label][1][0]) for label in self.labels if label in means}
+        for label, (_, threshold) in node_mean(chosen).items():
+            self.thresholds[label] = float(threshold[0])
         for label, (_, coefficients) in node_mean(calibrated).items():
             self.calibration[label] = [float(v) for v in coefficients]
         rows = {label: int(means[label][0]) for label in self.labels if label in means}
@@ -477,3 +483,18 @@ class SurgicalAggregation(Strategy):
             len(self.labels),
             list(self.labels),
         )
+
+
+def _threshold_weights(found: NodeEvaluation, member: Member) -> np.ndarray:
+    """What each of a node's thresholds weighs in the server's mean: the positives it rests on,
+    or where the node sent none (:class:`NodeEvaluation`: an image node) its held-out rows of
+    the labels it could judge; nothing for a label it neither annotates nor reads (as far as
+    the server knows yet), and a ``ValueError`` where it claims more positives than its
+    rows."""
+    n, auc = found.stats[0], found.stats[1]
+    if found.weights is None:
+        return np.where(np.isfinite(auc), n, 0.0)
+    if (found.weights > member.rows + n).any():
+        raise ValueError("threshold positives beyond its rows")
+    theirs = set(member.labels) | set(member.reads)
+    return np.where([label in theirs for label in found.labels], found.weights, 0.0)

@@ -143,18 +143,21 @@ MAX_COEFFICIENT = 1e3
 class NodeEvaluation:
     """A node's evaluation of the global model, per label it evaluated (of the model's): its
     held-out rows, AUROC, F1 threshold and positives (``stats``, 4 x labels; AUROC and threshold
-    NaN where it cannot judge) and its calibration (``coefficients`` of the labels ``fitted``)."""
+    NaN where it cannot judge), its calibration (``coefficients`` of the labels ``fitted``) and
+    the positives each threshold rests on (``weights``; ``None`` where the node sent none)."""
 
     labels: list[str]
     stats: np.ndarray
     coefficients: np.ndarray
     fitted: np.ndarray
+    weights: np.ndarray | None = None
 
 
 def parse_evaluation(content: RecordDict, known: LabelSpace, coefficients: int) -> NodeEvaluation:
     """A node's evaluation records, checked: labels the model holds, once each; rows within
-    :data:`MAX_ROWS`, AUROC and thresholds in [0, 1] or NaN, positives within rows, ``coefficients``
-    per calibration, each within +-:data:`MAX_COEFFICIENT` (``ValueError``, ``KeyError`` or
+    :data:`MAX_ROWS`, AUROC and thresholds in [0, 1] or NaN, positives within rows, the
+    positives behind each threshold (where sent) within :data:`MAX_ROWS`, ``coefficients`` per
+    calibration, each within +-:data:`MAX_COEFFICIENT` (``ValueError``, ``KeyError`` or
     ``TypeError`` where it is malformed or out of bounds)."""
     labels = names(content.config_records[EVALUATED]["labels"])
     unknown = [c for c in labels if c not in known]
@@ -177,4 +180,11 @@ def parse_evaluation(content: RecordDict, known: LabelSpace, coefficients: int) 
     coef = np.asarray(m.get("calibration", []), dtype=np.float64).reshape(len(fitted), coefficients)
     if (np.abs(coef) > MAX_COEFFICIENT).any():
         raise ValueError(f"a calibration coefficient beyond +-{MAX_COEFFICIENT:g}")
-    return NodeEvaluation(labels, stats, coef, fitted)
+    weights = None
+    if "threshold-positives" in m:
+        weights = np.asarray(m["threshold-positives"], dtype=np.float64).reshape(len(labels))
+        if not (
+            np.isfinite(weights).all() and (weights >= 0).all() and (weights <= MAX_ROWS).all()
+        ):
+            raise ValueError(f"threshold positives outside [0, {MAX_ROWS}]")
+    return NodeEvaluation(labels, stats, coef, fitted, weights)

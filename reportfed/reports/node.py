@@ -18,11 +18,12 @@ from reportfed.core.aggregation import Arrays, GlobalState, NodeUpdate, node_arr
 from reportfed.core.config import FederationConfig, SiteSettings
 from reportfed.core.errors import ReportfedError, warn
 from reportfed.core.labels import LabelSpace, check_label_matrix
+from reportfed.core.metrics import f1_thresholds
 from reportfed.core.node import Description, Evaluation
 from reportfed.core.rounds import round_seed
 from reportfed.nn.arrays import load_arrays, to_arrays
 from reportfed.text.assertion import FINDINGS, Mention
-from reportfed.text.calibration import labelling_rules
+from reportfed.text.calibration import identity_calibration, labelling_rules
 from reportfed.text.lexicon import PLAIN, Lexicon
 from reportfed.text.model import ReportMLP, node_model, predict_proba
 from reportfed.text.scoring import predict_state
@@ -308,23 +309,52 @@ class ReportAlgorithm:
         """AUROC inputs of the global rows on the held-out rows, and what the node would label
         with (:func:`~reportfed.text.calibration.labelling_rules`, on the labelling forward pass
         :func:`~reportfed.text.scoring.predict_state`): thresholds from every report the node
-        annotates, training and held-out, and the calibration fitted on the held-out ones."""
+        annotates, training and held-out, and the calibration fitted on the held-out ones. With
+        ``config.read``, the labels of ``state`` it reads have thresholds too, best F1 on its
+        training reports as read, and each threshold comes with the positives it rests on,
+        which the server averages the nodes' thresholds by (the rule of
+        :func:`~reportfed.core.metrics.site_thresholds`); without, the server weighs them by
+        the held-out rows."""
         if self.val_x is None or self.val_y is None:
             raise ReportfedError(f"node {self.node.name!r} holds no rows out for evaluation")
         labels = [name for name in state.labels if name in self.node.labels]
         own, cols = self.node.labels.indices(labels), state.labels.indices(labels)
         y = self.val_y[:, own]
-        p = predict_state(state, self.val_x)[:, cols]
+        val_p = predict_state(state, self.val_x)
+        p = val_p[:, cols]
         reports = self.node.reports  # the template rows after them are not the node's reports
-        fit_p = predict_state(state, self.node.x[:reports])[:, cols]
+        fit_p = predict_state(state, self.node.x[:reports])
+        known = np.concatenate([self.node.y[:reports, own], y])
         thresholds, calibration = labelling_rules(
-            np.concatenate([self.node.y[:reports, own], y]),
-            np.concatenate([fit_p, p]),
+            known,
+            np.concatenate([fit_p[:, cols], p]),
             np.arange(reports, reports + len(y)),
             self.val_mentions,
             labels,
         )
-        return Evaluation(labels, y, p, calibration, thresholds)
+        if not self.config.read:  # the server weighs its thresholds by its held-out rows
+            return Evaluation(labels, y, p, calibration, thresholds)
+        weights = (known == 1).sum(axis=0)
+        reading = self._reading(state.labels)
+        read = [name for name in reading.labels.names if name not in self.node.labels]
+        if not read:
+            return Evaluation(labels, y, p, calibration, thresholds, weights)
+        read_y = reading.y[:reports, reading.labels.indices(read)]
+        read_p = fit_p[:, state.labels.indices(read)]
+        if calibration is not None:
+            coefficients, fitted = calibration
+            calibration = (
+                np.concatenate([coefficients, identity_calibration(len(read))]),
+                np.concatenate([fitted, np.zeros(len(read), dtype=fitted.dtype)]),
+            )
+        return Evaluation(
+            labels + read,
+            np.concatenate([y, np.full((len(y), len(read)), np.nan, dtype=y.dtype)], axis=1),
+            np.concatenate([p, val_p[:, state.labels.indices(read)]], axis=1),
+            calibration,
+            np.concatenate([thresholds, f1_thresholds(read_y, read_p)]),
+            np.concatenate([weights, (read_y == 1).sum(axis=0)]),
+        )
 
     def _reading(self, labels: LabelSpace) -> Node:
         """The node also annotating the labels of ``labels`` it reads (:func:`with_read`),
