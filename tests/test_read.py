@@ -74,9 +74,12 @@ def test_a_reading_node_sends_the_rows_of_the_labels_it_reads_and_judges_only_it
     assert list(update.labels) == ["Cardiomegaly", "Edema"]
     assert update.task["weight"].shape[0] == 2
     assert algorithm.describe().labels == own  # it registers what it annotates
-    assert algorithm.evaluate(GlobalState(state.labels, update.shared, state.task)).labels == [
-        "Cardiomegaly"
-    ]
+    # it judges its own label alone (no held-out row of Edema), and sends Edema's threshold,
+    # best F1 on its reports as read, with the positives it rests on
+    found = algorithm.evaluate(GlobalState(state.labels, update.shared, state.task))
+    assert found.labels == ["Cardiomegaly", "Edema"] and np.isnan(found.y[:, 1]).all()
+    assert not np.isnan(found.y[:, 0]).any() and found.weights is not None
+    assert found.weights[1] == read["Edema"].sum() and found.thresholds is not None
     with pytest.raises(ReportfedError, match="column over its 40 reports"):
         Node("b", x, y, own, read=Reading({"Edema": np.zeros(3, np.float32)}))
 
