@@ -322,8 +322,8 @@ def _thresholds(model: Judged) -> dict[str, np.ndarray]:
     (``matched``) or all rows (``matched_all``). Where the text rules read every site's reports
     (:attr:`Judged.read_y`), best F1 on every row of every site, a label read where its site does
     not annotate it (``read_rows``: pooled scores), and each site's best F1 on its own rows so
-    labelled, averaged over the sites weighted by their positives (``read_mean``: what a site
-    could send a server, a threshold and a count per label)."""
+    labelled, averaged over the sites weighted by their positives (``read_mean``: the product's
+    labelling thresholds where sites read, :func:`~reportfed.core.metrics.site_thresholds`)."""
     val_p = predict_state(model.state, model.val_x)
     all_p = predict_state(model.state, model.all_x)
     prevalence = np.nanmean(model.all_y, axis=0)

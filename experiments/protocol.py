@@ -148,8 +148,9 @@ def _validation_thresholds(
     the training rows ``x`` (labels ``y`` over its ``classes_``, NaN where a site does not
     annotate; each row's site in ``nodes``), each site's drawn as its fit drew them with ``seed``
     (:func:`~reportfed.data.partition.site_splits`); ``None`` without validation rows. The
-    labeler's own thresholds take every annotated row, a rule the experiments judge beside this
-    one (``all_rows_f1``)."""
+    labeler's own thresholds take every annotated row, or where sites read each site's rows
+    (:func:`~reportfed.text.calibration.labelling_thresholds`), rules the experiments judge
+    beside this one (``all_rows_f1``, ``read_mean_f1``)."""
     splits = site_splits(nodes, labeler.val_fraction, seed).values()
     val = np.concatenate([held for _, held in splits])
     if not len(val):

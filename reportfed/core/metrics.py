@@ -208,8 +208,8 @@ def node_mean(
 def site_thresholds(y: np.ndarray, p: np.ndarray, sites: np.ndarray) -> np.ndarray:
     """Per label, each site's best-F1 threshold on its own rows (:func:`f1_thresholds` of ``y``
     and ``p``; each row's site in ``sites``), averaged over the sites weighted by the site's
-    positives of the label (:func:`node_mean`: what a site could send a server, a threshold and
-    a count); 0.5 where no site has a positive."""
+    positives of the label (:func:`node_mean`: what a Flower node sends its server, a threshold
+    and a count); 0.5 where no site has a positive."""
     per_site = []
     for site in np.unique(sites):
         mine = sites == site
