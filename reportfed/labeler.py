@@ -32,7 +32,6 @@ from reportfed.embed import DEFAULT_EMBEDDER
 from reportfed.reader import ReportReader, _check_embeddings
 from reportfed.reports.engine import run_federation
 from reportfed.reports.site import Site, build_site
-from reportfed.text.assertion import has_lexicon
 from reportfed.text.calibration import labelling_rules, labelling_thresholds
 from reportfed.text.corrections import Corrections, learn
 from reportfed.text.findings import read_findings
@@ -250,7 +249,7 @@ class ReportLabeler(ReportReader, BaseEstimator):
                 **({"corrections": corrections.record()} if corrections else {}),
             },
         )
-        self._choose_thresholds(x, y, labels, kept, site, vrows, frows, texts, lexicon)
+        self._choose_thresholds(x, y, labels, kept, site, sites, vrows, frows, texts, lexicon)
         _warn_if_untrained(result.history[-1]["loss"], self.thresholds_, kept, config)
         return self
 
@@ -324,23 +323,24 @@ class ReportLabeler(ReportReader, BaseEstimator):
         labels: LabelSpace,
         kept: LabelSpace,
         site: np.ndarray,
+        sites: dict[str, Site],
         vrows: np.ndarray,
         frows: np.ndarray,
         texts: Sequence[str] | None,
         lexicon: Lexicon,
     ) -> None:
         """The labelling thresholds and calibration, chosen on every row (each row's site in
-        ``site``), and the held-out quality users read, measured at thresholds the held-out rows
-        did not choose. Where some site reads a label it lacks, so do the thresholds
+        ``site``, built as ``sites``: ``frows`` training, ``vrows`` held out), and the held-out
+        quality users read, measured at thresholds the held-out rows did not choose. Where some
+        site reads a label it lacks, so do the thresholds
         (:func:`~reportfed.text.calibration.labelling_thresholds`)."""
         columns = labels.indices(kept)
         every = self.predict_scores_embeddings(x)  # every row scored once, indexed below
         known = y[:, columns]
-        read = None
-        if self.federation.read and texts is not None:
-            read = _read_lacked(known, site, texts, kept, lexicon)
-        mentions = None
+        read = mentions = None
         if texts is not None:
+            lacked = _read_lacked(known, sites, texts, kept, lexicon)
+            read = None if lacked is None else (lacked, site)
             mentions = report_mentions([texts[i] for i in vrows], list(kept), lexicon)
         # a site's rows are NaN in the labels it does not annotate: every row is its site's
         self.thresholds_, calibration = labelling_rules(
@@ -358,24 +358,27 @@ class ReportLabeler(ReportReader, BaseEstimator):
 
 
 def _read_lacked(
-    y: np.ndarray, site: np.ndarray, texts: Sequence[str], labels: LabelSpace, lexicon: Lexicon
-) -> tuple[np.ndarray, np.ndarray] | None:
-    """``y`` (over ``labels``) with the labels a site annotates on none of its rows and the text
-    rules read (:func:`has_lexicon`) as they read its ``texts`` (:func:`read_labels`), as its
-    node trains them, and each row's site (``site``); ``None`` where no site reads a label."""
-    readable = np.array([has_lexicon(name, lexicon) for name in labels.names], dtype=bool)
+    y: np.ndarray,
+    sites: dict[str, Site],
+    texts: Sequence[str],
+    labels: LabelSpace,
+    lexicon: Lexicon,
+) -> np.ndarray | None:
+    """``y`` (over ``labels``) with each label a site reads (:attr:`Node.read
+    <reportfed.reports.node.Node.read>`: one it lacks and the text rules read, where the config
+    reads) as its node trains it: its training rows as the node read them, its held-out rows
+    read the same way (:func:`read_labels`); ``None`` where no site reads a label."""
     out, lacking = y.copy(), False
-    for name in np.unique(site):
-        rows = np.flatnonzero(site == name)
-        lacked = np.flatnonzero(np.isnan(y[rows]).all(axis=0) & readable)
-        if len(lacked):
-            lacking = True
-            out[np.ix_(rows, lacked)] = read_labels(
-                [texts[i] for i in rows.tolist()],
-                [labels.names[c] for c in lacked.tolist()],
-                lexicon,
-            )
-    return (out, site) if lacking else None
+    for built in sites.values():
+        read = [name for name in labels.names if name in built.node.read.columns]
+        if not read:
+            continue
+        lacking, cols = True, labels.indices(read)
+        columns = [built.node.read.columns[name] for name in read]
+        out[np.ix_(built.fit, cols)] = np.stack(columns, axis=1)
+        held = [texts[i] for i in built.val.tolist()]
+        out[np.ix_(built.val, cols)] = read_labels(held, read, lexicon)
+    return out if lacking else None
 
 
 def _check_fit_inputs(

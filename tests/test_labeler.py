@@ -56,9 +56,9 @@ def test_thresholds_read_the_labels_a_site_lacks(fitted) -> None:  # type: ignor
 
 
 def test_thresholds_read_only_the_labels_the_rules_read() -> None:
-    """A site's labels read for the thresholds are those its node trains as read: No Finding,
-    which the rules do not read, stays not annotated where a site lacks it; with nothing left
-    to read there is no reading."""
+    """A site's labels read for the thresholds are those its node trains as read, its held-out
+    rows read the same way: No Finding, which the rules do not read, stays not annotated where
+    a site lacks it; with nothing left to read there is no reading."""
     from reportfed.labeler import _read_lacked
     from reportfed.text.lexicon import PLAIN
 
@@ -68,12 +68,18 @@ def test_thresholds_read_only_the_labels_the_rules_read() -> None:
     nan = np.nan
     y = np.array([[1, nan, nan], [0, nan, nan], [nan, 0, 1], [nan, 1, 0]], np.float32)
     site = np.array(["a", "a", "b", "b"])
-    read = _read_lacked(y, site, texts, labels, PLAIN)
-    assert read is not None and read[1] is site
+    x = np.zeros((4, 8), np.float32)
+    labeler = ReportLabeler(
+        config=FederationConfig(templates=False, read=True), val_fraction=0.5, progress=False
+    )
+    sites, _ = labeler._sites(x, y, labels, site, texts, PLAIN)
+    assert all(len(s.fit) == len(s.val) == 1 for s in sites.values())  # both kinds of row
+    read = _read_lacked(y, sites, texts, labels, PLAIN)
     expected = [[1, nan, 0], [0, nan, 0], [0, 0, 1], [0, 1, 0]]
-    np.testing.assert_array_equal(read[0], np.array(expected, np.float32))
+    np.testing.assert_array_equal(read, np.array(expected, np.float32))
     y[2:, 0], y[:2, 2] = 0, 0  # every site annotates what the rules read
-    assert _read_lacked(y, site, texts, labels, PLAIN) is None
+    sites, _ = labeler._sites(x, y, labels, site, texts, PLAIN)
+    assert _read_lacked(y, sites, texts, labels, PLAIN) is None
 
 
 def test_fit_predicts_the_union_of_node_labels(fitted) -> None:  # type: ignore[no-untyped-def]
