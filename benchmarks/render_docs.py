@@ -963,6 +963,50 @@ def threshold_rules() -> str:
     )
 
 
+def gap_labels() -> str:
+    """Per label at K=10: central, the defaults and the defaults without reading (the
+    consortium experiment's runs, F1 at each site's reading thresholds), beside how the text
+    rules' reading agrees with IU's MeSH labels (``benchmarks/results/reading_mesh.json``)."""
+    from experiments.beyond import DEFAULTS, FEDPROX
+    from reportfed.core.metrics import FEW_POSITIVES
+    from reportfed.data.partition import TEST_FRACTION
+
+    labels = _experiment("consortium-labels.csv.gz")
+    arms = {"central-sentence": "central", DEFAULTS: "the defaults", FEDPROX: "without reading"}
+    here = labels[(labels["setting"] == "K=10") & labels["method"].isin(arms)]
+    f1 = 100 * here.pivot_table(index="label", columns="method", values="read_mean_f1")[list(arms)]
+    seeds = here.groupby("method")["seed"].nunique()
+    gap = f1["central-sentence"] - f1[DEFAULTS]
+    found = _load("reading_mesh")
+    lines = [
+        f"From `experiments/results/consortium-labels.csv.gz` (K=10, {seeds.min()} seeds; F1 at "
+        "each site's best thresholds on its rows read, averaged by positives, percent, mean over "
+        "the seeds) and `benchmarks/results/reading_mesh.json` (`python "
+        f"benchmarks/reading_mesh.py`: the rules' reading of the {found['reports']:,} IU "
+        "reports against their MeSH labels; F1 on the reports the rules do not leave hedged), "
+        "by the defaults' gap to central; (few): under "
+        f"{FEW_POSITIVES / TEST_FRACTION:.0f} IU positives, so under {FEW_POSITIVES} in a seed's "
+        "test rows:",
+        "",
+        "| label | IU positives | read positive | MeSH positives read negative | reading's F1 "
+        "| " + " | ".join(arms.values()) + " | gap |",
+        "| --- | ---: | ---: | ---: | ---: | " + " | ".join("---:" for _ in arms) + " | ---: |",
+    ]
+    for label in gap.sort_values(ascending=False).index:
+        r = found["findings"][label]
+        agree = 2 * r["true_positive"]
+        read_f1 = agree / (agree + r["false_positive"] + r["missed"])
+        few = " (few)" if r["positives"] * TEST_FRACTION < FEW_POSITIVES else ""
+        cells = " | ".join(f"{v:.1f}" for v in f1.loc[label])
+        lines.append(
+            f"| {label} | {r['positives']}{few} | {r['read_positive']} | {r['missed']} | "
+            f"{read_f1:.3f} | {cells} | {gap[label]:.1f} |"
+        )
+    macro = " | ".join(f"**{v:.2f}**" for v in f1.mean())
+    lines.append(f"| **macro** | | | | | {macro} | **{gap.mean():.2f}** |")
+    return "\n".join(lines)
+
+
 def _experiment(name: str) -> pd.DataFrame:
     """An experiment's stored results (``experiments/results/NAME``)."""
     import pandas as pd
@@ -1157,6 +1201,7 @@ RENDERERS: dict[str, Callable[[], str]] = {
     "long_report": long_report,
     "openi_reach": openi_reach,
     "threshold_rules": threshold_rules,
+    "gap_labels": gap_labels,
     "embedding_backends": functools.partial(embedding_backends, "embedding_backends"),
     "embedding_backends_avx2": functools.partial(embedding_backends, "embedding_backends_avx2"),
 }

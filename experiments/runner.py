@@ -89,7 +89,7 @@ def iu_data(
     cache key (its fingerprint and how it computes) and report ids. ``section`` embeds
     ``findings`` or ``impression`` only; ``rows`` (indices into those reports) embeds only
     them."""
-    table = _iu_table(section)
+    table = iu_table(section)
     if rows is not None:
         table = table.subset(list(rows))
     emb = make_embedder(embedder, **SWEEP_NUMERICS)
@@ -98,7 +98,9 @@ def iu_data(
 
 
 @cache
-def _iu_table(section: str) -> ReportTable:
+def iu_table(section: str = "text") -> ReportTable:
+    """IU's reports with all 13 findings annotated, the experiments' rows (``section`` as
+    :func:`iu_data` takes it)."""
     return load_iu(section=section).select_labels(list(CHEXPERT_13)).fully_annotated()
 
 
@@ -106,7 +108,7 @@ def _iu_table(section: str) -> ReportTable:
 def iu_read(section: str = "text") -> np.ndarray:
     """What the product's text rules read in each report of :func:`iu_data` (same rows, same
     labels; :func:`reportfed.text.states.read_labels`)."""
-    table = _iu_table(section)
+    table = iu_table(section)
     return read_labels(table.texts, list(table.label_space))
 
 

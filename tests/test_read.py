@@ -1,6 +1,8 @@
 """Reading (``FederationConfig.read``): a site also trains the federation's labels it does not
 annotate, as the product's text rules read its own reports."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -110,3 +112,19 @@ def test_a_labeler_reads_at_fit_and_without_the_texts_refuses_only_where_a_site_
     alone = ReportLabeler(config=config, val_fraction=0.0, progress=False)  # nothing to read
     alone.fit_embeddings(x, np.nan_to_num(y), labels, sites, fingerprint="precomputed")
     assert "read" not in alone.provenance_["nodes"]["a"]
+
+
+def test_the_committed_reading_of_iu_against_mesh_is_what_the_rules_read_today(
+    iu_archive: Path,
+) -> None:
+    """docs/experiments.md renders the rules' reading of IU against its MeSH labels from a
+    committed file (``benchmarks/reading_mesh.py``): a rule that reads differently makes it
+    stale, and this fails until the benchmark is run again."""
+    import json
+
+    from benchmarks.reading_mesh import measure
+
+    from .conftest import ROOT
+
+    committed = json.loads((ROOT / "benchmarks" / "results" / "reading_mesh.json").read_text())
+    assert measure() == committed
