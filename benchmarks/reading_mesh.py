@@ -14,12 +14,12 @@ No rule was chosen on these numbers.
 from __future__ import annotations
 
 import argparse
-import json
+from pathlib import Path
 
 import numpy as np
 
+from benchmarks.machine import save_result
 from experiments.runner import iu_read, iu_table
-from reportfed.core.files import atomic_write
 
 
 def measure() -> dict[str, object]:
@@ -45,9 +45,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="benchmarks/results/reading_mesh.json")
     args = parser.parse_args()
-    found = measure()
-    atomic_write(args.out, (json.dumps(found, indent=2) + "\n").encode())
-    print(json.dumps(found, indent=2))
+    save_result(Path(args.out), measure())
 
 
 if __name__ == "__main__":
