@@ -967,6 +967,7 @@ def gap_labels() -> str:
     """Per label at K=10: central, the defaults and the defaults without reading (the
     consortium experiment's runs, F1 at each site's reading thresholds), beside how the text
     rules' reading agrees with IU's MeSH labels (``benchmarks/results/reading_mesh.json``)."""
+    from benchmarks.openi_gold import _prf
     from experiments.beyond import DEFAULTS, FEDPROX
     from reportfed.core.metrics import FEW_POSITIVES
     from reportfed.data.partition import TEST_FRACTION
@@ -994,8 +995,7 @@ def gap_labels() -> str:
     ]
     for label in gap.sort_values(ascending=False).index:
         r = found["findings"][label]
-        agree = 2 * r["true_positive"]
-        read_f1 = agree / (agree + r["false_positive"] + r["missed"])
+        read_f1 = _prf(r["true_positive"], r["false_positive"], r["missed"])["f1"]
         few = " (few)" if r["positives"] * TEST_FRACTION < FEW_POSITIVES else ""
         cells = " | ".join(f"{v:.1f}" for v in f1.loc[label])
         lines.append(
