@@ -59,8 +59,6 @@ from reportfed.text.states import rule_states
 RESULTS = Path(__file__).resolve().parent / "results" / "decision_sources.json"
 ARMS = ("default", "K=1", "K=3", "K=10")
 SOURCES = ("text", "correction", "model")
-#: a finding with fewer reference positives than this says so where it is shown
-FEW = 30
 
 
 @dataclass

@@ -51,7 +51,7 @@ MAPPED: dict[str, tuple[str, ...]] = {
 }
 GOLD_CSV = "negbio/openi_gld_std14.csv"
 RESULTS = Path(__file__).resolve().parent / "results" / "openi_gold.json"
-#: a figure resting on fewer gold positives than this says so where it is shown
+#: a figure resting on fewer reference positives than this (gold or MeSH) says so where it is shown
 FEW = 30
 
 

@@ -529,6 +529,8 @@ def engines() -> str:
 def openi_gold() -> str:
     """Per mapped finding, state 1 (1 or -1, 1 or a likely hedge) against NegBio's OpenI gold
     standard's 1."""
+    from benchmarks.openi_gold import FEW
+
     found = _load("openi_gold")
     lines = [
         f"Measured on {_machine(found)} (`python benchmarks/openi_gold.py`), {found['reports']:,} "
@@ -540,7 +542,7 @@ def openi_gold() -> str:
     ]
     rules, model = found["rules"]["all"], found["model"]["all"]
     for label, r in rules["labels"].items():
-        few = " (few)" if r["positives"] < 30 else ""
+        few = " (few)" if r["positives"] < FEW else ""
         lines.append(
             f"| {label} | {r['positives']}{few} | {r['state 1']['precision']:.3f} | "
             f"{r['state 1']['recall']:.3f} | {r['state 1']['f1']:.3f} | "
@@ -561,7 +563,8 @@ def openi_gold() -> str:
     )
     return (
         "\n".join(lines)
-        + f"\n\nMacro F1 of state 1 by half ({halves}); (few): under 30 gold positives, a figure that moves with a handful of reports."
+        + f"\n\nMacro F1 of state 1 by half ({halves}); (few): under {FEW} gold positives, a figure "
+        "that moves with a handful of reports."
     )
 
 
@@ -691,6 +694,8 @@ def _share(right: int, cells: int) -> str:
 def decision_sources() -> str:
     """Per yardstick, the cells the text, a correction and the model decide for the default
     model and each right, then per finding on the real reports."""
+    from benchmarks.openi_gold import FEW
+
     found = _load("decision_sources")
     arms = found["arms"]
     lines = [
@@ -717,7 +722,7 @@ def decision_sources() -> str:
             "| --- | ---: | ---: | ---: | ---: |",
         ]
         for finding, f in default[name]["findings"].items():
-            few = " (few)" if f["positives"] < 30 else ""
+            few = " (few)" if f["positives"] < FEW else ""
             lines.append(
                 f"| {finding} | {f['positives']}{few} | "
                 + " | ".join(
